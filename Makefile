@@ -1,0 +1,30 @@
+# kbench: `make run conf=cpu_smoke`, `make test`, `make lint`. `make install` is implied.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The CPU build of torch is on this machine's disk; CUDA machines keep the torch they have.
+TORCH_SPEC ?= torch==2.13.0
+conf ?= cpu_smoke
+# Every other VAR=value given to make (e.g. executor=docker suite.limit=3) becomes a Hydra override.
+OVERRIDES := $(filter-out conf=% PYTHON=% VENV=% TORCH_SPEC=%,$(MAKEOVERRIDES))
+
+.PHONY: install run test lint
+
+$(BIN)/kbench: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(BIN)/kbench
+
+install: $(BIN)/kbench
+
+run: $(BIN)/kbench
+	$(BIN)/kbench run experiment=$(conf) $(OVERRIDES)
+
+test: $(BIN)/kbench
+	$(BIN)/python -m pytest -q
+
+lint: $(BIN)/kbench
+	$(BIN)/ruff check runner tests
+	$(BIN)/ruff format --check runner tests

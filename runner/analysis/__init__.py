@@ -1,0 +1,1 @@
+"""Analysis: metrics (fast_p, geometric mean), tables and the markdown report."""

@@ -1,0 +1,68 @@
+"""Flat evaluation records: one row per evaluation, derived from job and result files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from runner.worker.protocol import JOB_FILE, OUT_DIR, RESULT_FILE, Result
+
+COLUMNS = [
+    "eval_id",
+    "task_id",
+    "category",
+    "level",
+    "method",
+    "model",
+    "hardware",
+    "verdict",
+    "reason",
+    "speedup",
+    "reference_ms",
+    "candidate_ms",
+    "ratio_noise",
+    "samples",
+    "measured_s",
+    "duration_s",
+]
+
+
+def flatten(job: dict, result: Result) -> dict:
+    meta = job["meta"]
+    timing = result.timing
+    return {
+        "eval_id": result.eval_id,
+        "task_id": result.task_id,
+        "category": job["task"]["category"],
+        "level": job["task"]["level"],
+        "method": meta["method"],
+        "model": meta["model"],
+        "hardware": meta["hardware"],
+        "verdict": result.verdict.status,
+        "reason": result.verdict.reason,
+        "speedup": timing.speedup if timing else None,
+        "reference_ms": timing.reference.median_ms if timing else None,
+        "candidate_ms": timing.candidate.median_ms if timing else None,
+        "ratio_noise": timing.ratio_noise if timing else None,
+        "samples": timing.candidate.samples if timing else None,
+        "measured_s": timing.measured_s if timing else 0.0,
+        "duration_s": result.finished_at - result.started_at if result.finished_at else None,
+    }
+
+
+def records_from_run_dir(run_dir: Path) -> pd.DataFrame:
+    rows = []
+    for job_dir in sorted((run_dir / "jobs").glob("*")):
+        result_path = job_dir / OUT_DIR / RESULT_FILE
+        if not result_path.exists():
+            continue
+        job = json.loads((job_dir / JOB_FILE).read_text())
+        rows.append(flatten(job, Result.from_dict(json.loads(result_path.read_text()))))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def records_from_jsonl(path: Path) -> pd.DataFrame:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return pd.DataFrame(rows, columns=COLUMNS)

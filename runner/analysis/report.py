@@ -1,0 +1,90 @@
+"""The markdown report of a run: headline metrics, verdicts, categories, environment."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from runner.analysis.metrics import FAST_P, per_category, summary, verdict_counts
+
+
+def _fmt(value, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(_fmt(cell) for cell in row) + " |" for row in rows]
+    return lines
+
+
+def render_report(frame: pd.DataFrame, manifest: dict) -> str:
+    lines = [f"# kbench report — {manifest.get('name', 'run')}", ""]
+    env = manifest.get("environment", {})
+    executor_env = env.get("executor", {})
+    lines += [
+        f"- run: `{manifest.get('run_dir', '')}`  MLflow parent run: `{manifest.get('mlflow_run_id') or '–'}`",
+        f"- suite: {manifest.get('suite', '–')} ({manifest.get('planned', len(frame))} evaluations planned, "
+        f"{len(frame)} finished)  hardware: {manifest.get('hardware', '–')}",
+        f"- environment: {executor_env.get('note') or executor_env.get('image') or executor_env.get('kind', '–')}; "
+        f"kbench {env.get('host', {}).get('kbench_version', '–')} @ {env.get('host', {}).get('git_commit', '–')}",
+        f"- device: {_device_line(env)}",
+    ]
+    if manifest.get("wall_s"):
+        measured = float(frame["measured_s"].fillna(0).sum()) if not frame.empty else 0.0
+        lines.append(
+            f"- wall time {manifest['wall_s']:.1f} s; measured time (timed regions, both sides) "
+            f"{measured:.1f} s = {100 * measured / manifest['wall_s']:.1f}% of the wall time"
+        )
+    lines.append("")
+    if frame.empty:
+        return "\n".join(lines + ["No finished evaluations.", ""])
+    methods = sorted(frame["method"].unique())
+    header = (
+        ["method", "evaluations", "correct"] + [f"fast_{p:g}" for p in FAST_P] + ["geomean speedup", "median speedup"]
+    )
+    rows = []
+    for method in methods:
+        s = summary(frame[frame["method"] == method])
+        rows.append(
+            [method, s["evaluations"], s["correct"]]
+            + [s[f"fast_{p:g}"] for p in FAST_P]
+            + [s["geomean_speedup"], s["median_speedup"]]
+        )
+    lines += ["## Summary", ""] + _table(header, rows) + [""]
+    lines += ["## Verdicts", ""]
+    verdict_rows = [
+        [method] + [f"{k}: {v}" for k, v in verdict_counts(frame[frame["method"] == method]).items()]
+        for method in methods
+    ]
+    width = max(len(r) for r in verdict_rows)
+    lines += _table(["method"] + ["verdict"] * (width - 1), [r + [""] * (width - len(r)) for r in verdict_rows]) + [""]
+    for method in methods:
+        table = per_category(frame[frame["method"] == method])
+        lines += [f"## Per category — {method}", ""]
+        lines += _table(list(table.columns), table.values.tolist()) + [""]
+    failures = frame[frame["verdict"] != "correct"]
+    if not failures.empty:
+        lines += ["## Not correct", ""]
+        lines += _table(
+            ["method", "task", "verdict", "reason"],
+            failures[["method", "task_id", "verdict", "reason"]].values.tolist(),
+        ) + [""]
+    return "\n".join(lines)
+
+
+def _device_line(env: dict) -> str:
+    gpu = env.get("gpu") or {}
+    if not gpu.get("available"):
+        return f"CPU ({env.get('host', {}).get('platform', '')}); NVML: {gpu.get('why', 'not available')}"
+    clocks = gpu.get("sm_clock_app_mhz"), gpu.get("sm_clock_max_mhz")
+    locked = "application clocks" if clocks[0] == clocks[1] else "clocks not locked"
+    return (
+        f"{gpu.get('name')} ({gpu.get('uuid')}), driver {gpu.get('driver')}, SM clock {gpu.get('sm_clock_mhz')} MHz "
+        f"(max {gpu.get('sm_clock_max_mhz')}), {locked}"
+    )

@@ -1,0 +1,293 @@
+"""The ``kbench`` command: ``run`` (Hydra overrides), ``report``, ``tasks``, ``doctor``.
+
+A user's mistake ends with one line on stderr and exit code 2, before any work starts;
+Ctrl-C ends with 130 and leaves the run resumable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from runner.paths import SUITES_DIR, TASKS_DIR
+
+USER_ERROR = 2
+
+
+class UserError(Exception):
+    pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kbench", description="Benchmark GPU kernels against PyTorch, reproducibly.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run an experiment: kbench run experiment=cpu_smoke [key=value ...]")
+    run.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=cpu_smoke suite.limit=3")
+    report = sub.add_parser("report", help="write and print report.md of a run (a run directory or an MLflow run id)")
+    report.add_argument("run")
+    report.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
+    tasks = sub.add_parser("tasks", help="list, lock or validate tasks")
+    tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True)
+    listing = tasks_sub.add_parser("list", help="show tasks")
+    listing.add_argument("--suite", default="full")
+    listing.add_argument("--category")
+    tasks_sub.add_parser("lock", help="regenerate manifests/suites/*.yaml from the task files")
+    validate = tasks_sub.add_parser("validate", help="prove tasks are not degenerate")
+    validate.add_argument("--suite", default="full")
+    validate.add_argument("--category")
+    validate.add_argument("--device", default="cpu")
+    sub.add_parser("doctor", help="show what kbench sees: packages, GPU, NVML")
+    args = parser.parse_args(argv)
+    console = Console(stderr=False)
+    try:
+        if args.command == "run":
+            return command_run(args.overrides, console)
+        if args.command == "report":
+            return command_report(args.run, args.tracking_uri, console)
+        if args.command == "tasks":
+            return command_tasks(args, console)
+        return command_doctor(console)
+    except UserError as exc:
+        print(f"kbench: {exc}", file=sys.stderr)
+        return USER_ERROR
+    except KeyboardInterrupt:
+        print("kbench: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+
+
+def _quiet_libraries() -> None:
+    import mlflow  # noqa: F401  (configures its loggers on import; quieten them after)
+
+    for name in ("alembic", "mlflow", "urllib3", "git"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def command_run(overrides: list[str], console: Console) -> int:
+    from omegaconf import OmegaConf
+
+    from runner.configure import ConfigError, compose_config, hashed_yaml, to_settings
+    from runner.executors import ExecutorSettings, make_executor
+    from runner.gpu.nvml import read_gpu
+    from runner.orchestrator import Orchestrator, finish, plan
+    from runner.registry import UnknownName
+    from runner.rundir import RunDirBusy, config_hash, open_run_dir
+    from runner.tasks.model import TaskError
+    from runner.tasks.suites import SuiteSelection, resolve_suite
+    from runner.tracking.fingerprint import host_fingerprint
+
+    try:
+        cfg = compose_config(overrides)
+        settings = to_settings(cfg)
+        selection = SuiteSelection(
+            cfg.suite.name,
+            cfg.suite.layout.value,
+            cfg.suite.path,
+            tuple(cfg.suite.tasks),
+            tuple(cfg.suite.categories),
+            tuple(cfg.suite.levels),
+            cfg.suite.limit,
+        )
+        tasks = resolve_suite(selection, TASKS_DIR, SUITES_DIR)
+        evaluations = plan(tasks, settings)
+        executor = make_executor(
+            settings.executor,
+            ExecutorSettings(
+                timeout_s=cfg.executor.timeout_s,
+                output_limit_bytes=cfg.executor.output_limit_mb << 20,
+                file_size_limit_bytes=cfg.executor.file_size_limit_mb << 20,
+                env_passthrough=tuple(cfg.executor.env_passthrough),
+            ),
+        )
+    except (ConfigError, TaskError, UnknownName) as exc:
+        raise UserError(str(exc)) from None
+    gpu = read_gpu(settings.gpus[0]) if settings.device == "cuda" else {"available": False, "why": "CPU run"}
+    if settings.device == "cuda" and not gpu.get("available"):
+        raise UserError(
+            f"hardware={settings.hardware} asks for GPU {settings.gpus[0]}, but none is usable: {gpu.get('why')}"
+        )
+    resolved = OmegaConf.to_yaml(cfg)
+    cfg_hash = config_hash(hashed_yaml(cfg))
+    try:
+        run_dir = open_run_dir(Path(cfg.run.out_dir), settings.name, cfg_hash, resume=cfg.run.resume.value == "auto")
+    except RunDirBusy as exc:
+        raise UserError(str(exc)) from None
+    executor.settings = _with_cache(executor.settings, run_dir.path / "cache")
+    manifest = run_dir.read_manifest()
+    host = host_fingerprint()
+    if not manifest:
+        (run_dir.path / "config.yaml").write_text(resolved)
+        manifest = {
+            "name": settings.name,
+            "run_dir": str(run_dir.path),
+            "config_hash": cfg_hash,
+            "created": time.time(),
+            "suite": settings.suite,
+            "hardware": settings.hardware,
+            "methods": list(settings.methods),
+            "planned": len(evaluations),
+            "status": "running",
+            "wall_s": 0.0,
+            "mlflow_run_id": None,
+            "overrides": overrides,
+            "suite_lock": [{"id": t.task_id, "hash": t.content_hash} for t in tasks],
+            "environment": {"host": host, "executor": executor.environment(), "gpu": gpu},
+        }
+    else:
+        console.print(f"resuming run {run_dir.path}")
+    sink = None
+    if cfg.tracking.enabled:
+        _quiet_libraries()
+        from runner.tracking.mlflow_sink import MlflowSink, SinkError
+
+        try:
+            sink = MlflowSink(cfg.tracking.uri, cfg.tracking.experiment)
+            manifest["mlflow_run_id"] = sink.start_parent(
+                manifest.get("mlflow_run_id"),
+                run_dir.path.name,
+                params={
+                    "name": settings.name,
+                    "suite": settings.suite,
+                    "hardware": settings.hardware,
+                    "methods": ",".join(settings.methods),
+                    "model": settings.model,
+                    "executor": settings.executor,
+                    "seed": settings.seed,
+                    "trials": settings.trials,
+                    "config_hash": cfg_hash,
+                    "evaluations": len(evaluations),
+                },
+                tags={
+                    "git_commit": host["git_commit"],
+                    "kbench_version": host["kbench_version"],
+                    "run_dir": str(run_dir.path.resolve()),
+                },
+            )
+            run_dir.write_manifest(manifest)
+            sink.log_parent_artifacts(manifest["mlflow_run_id"], [run_dir.path / "config.yaml", run_dir.manifest_path])
+        except SinkError as exc:
+            console.print(f"[red]MLflow unavailable ({exc}); results stay in {run_dir.path}")
+            sink = None
+    run_dir.write_manifest(manifest)
+    console.print(
+        f"run {run_dir.path}: {len(evaluations)} evaluations "
+        f"({len(tasks)} tasks × {len(settings.methods)} methods) on {settings.hardware}, executor {settings.executor}"
+    )
+    orchestrator = Orchestrator(settings, run_dir, executor, sink, console, host["git_commit"])
+    started = time.perf_counter()
+    try:
+        orchestrator.run(evaluations, manifest.get("mlflow_run_id"))
+    finally:
+        manifest["wall_s"] = manifest.get("wall_s", 0.0) + time.perf_counter() - started
+        run_dir.write_manifest(manifest)
+        executor.close()
+    manifest["status"] = "finished"
+    manifest["finished"] = time.time()
+    run_dir.write_manifest(manifest)
+    report = finish(run_dir, manifest, sink, console)
+    run_dir.release()
+    print(report)
+    console.print(f"report: {run_dir.path / 'report.md'}")
+    return 0
+
+
+def _with_cache(settings, cache_dir: Path):
+    from dataclasses import replace
+
+    return replace(settings, cache_dir=cache_dir)
+
+
+def command_report(run: str, tracking_uri: str, console: Console) -> int:
+    from runner.analysis.records import records_from_jsonl, records_from_run_dir
+    from runner.analysis.report import render_report
+
+    path = Path(run)
+    if path.is_dir():
+        manifest_path = path / "manifest.json"
+        if not manifest_path.exists():
+            raise UserError(f"{path} is not a kbench run directory (no manifest.json)")
+        manifest = json.loads(manifest_path.read_text())
+        frame = records_from_run_dir(path)
+        output = path / "report.md"
+    else:
+        _quiet_libraries()
+        from mlflow.exceptions import MlflowException
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=tracking_uri)
+        try:
+            client.get_run(run)
+            with tempfile.TemporaryDirectory() as tmp:
+                manifest = json.loads(Path(client.download_artifacts(run, "manifest.json", tmp)).read_text())
+                frame = records_from_jsonl(Path(client.download_artifacts(run, "results.jsonl", tmp)))
+        except MlflowException as exc:
+            raise UserError(
+                f"{run} is neither a run directory nor a finished MLflow run in {tracking_uri}: "
+                f"{str(exc).splitlines()[0]}"
+            ) from None
+        output = Path(f"report-{run[:12]}.md")
+    text = render_report(frame, manifest)
+    output.write_text(text)
+    print(text)
+    console.print(f"report: {output}")
+    return 0
+
+
+def command_tasks(args, console: Console) -> int:
+    from rich.table import Table
+
+    from runner.tasks.model import TaskError
+    from runner.tasks.suites import SuiteSelection, resolve_suite, write_locks
+
+    try:
+        if args.tasks_command == "lock":
+            for path in write_locks(TASKS_DIR, SUITES_DIR):
+                console.print(f"locked {path}")
+            return 0
+        categories = (args.category,) if args.category else ()
+        tasks = resolve_suite(SuiteSelection(args.suite, categories=categories), TASKS_DIR, SUITES_DIR)
+    except TaskError as exc:
+        raise UserError(str(exc)) from None
+    if args.tasks_command == "list":
+        table = Table(title=f"suite {args.suite}")
+        for column in ("id", "category", "level", "dtype", "perf shape"):
+            table.add_column(column)
+        for task in tasks:
+            perf = task.shapes.get("perf") or task.shapes[task.shape_names()[-1]]
+            table.add_row(
+                task.task_id, task.category, str(task.level), task.dtype, " ".join(f"{k}={v}" for k, v in perf.items())
+            )
+        console.print(table)
+        console.print(f"{len(tasks)} tasks in {len({t.category for t in tasks})} categories")
+        return 0
+    from runner.tasks.validate import validate_task
+
+    started = time.perf_counter()
+    failed = 0
+    for task in tasks:
+        outcome = validate_task(task, device=args.device)
+        peak = f" peak {outcome.peak_bytes / 2**30:.2f} GiB" if outcome.peak_bytes else ""
+        console.print(f"{'ok  ' if outcome.ok else '[red]FAIL[/]'} {task.task_id} ({outcome.seconds:.2f}s{peak})")
+        for failure in outcome.failures:
+            console.print(f"      - {failure}")
+        failed += not outcome.ok
+    console.print(f"{len(tasks) - failed} of {len(tasks)} tasks pass ({time.perf_counter() - started:.1f}s)")
+    return 1 if failed else 0
+
+
+def command_doctor(console: Console) -> int:
+    from runner.gpu.nvml import read_gpu
+    from runner.tracking.fingerprint import host_fingerprint
+
+    console.print_json(json.dumps({"host": host_fingerprint(), "gpu0": read_gpu(0)}, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

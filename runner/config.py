@@ -1,0 +1,139 @@
+"""The configuration schema: dataclasses stored in Hydra's ConfigStore.
+
+Values live in ``conf/`` (one YAML per group option, presets in ``conf/experiment/``). The
+schema is the first entry of the defaults list, so every YAML merged on top of it is
+type-checked and an unknown key or a bad value fails at composition, before any work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+
+
+class DeviceKind(str, Enum):
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class SuiteLayout(str, Enum):
+    native = "native"
+    kernelbench = "kernelbench"
+
+
+class ExecutorKind(str, Enum):
+    local = "local"
+
+
+class MethodKind(str, Enum):
+    reference = "reference"
+    torch_compile = "torch_compile"
+    directory = "directory"
+
+
+class ResumeMode(str, Enum):
+    auto = "auto"  # resume the newest unfinished run of the same configuration, else start one
+    never = "never"
+
+
+@dataclass
+class HardwareConfig:
+    name: str = "cpu"
+    device: DeviceKind = DeviceKind.cpu
+    gpus: list[int] = field(default_factory=lambda: [0])
+    check_shapes: list[str] = field(default_factory=lambda: ["small"])
+    timed_shape: str = "small"
+    cpu_threads: int | None = None
+    peak_bandwidth_tbps: float | None = None
+    peak_tflops: dict[str, float] = field(default_factory=dict)
+    max_temperature_c: int | None = None
+
+
+@dataclass
+class MethodConfig:
+    kind: MethodKind = MethodKind.reference
+    compile_mode: str | None = None
+    path: str | None = None
+
+
+@dataclass
+class ModelConfig:
+    name: str = "none"
+    provider: str | None = None
+    endpoint: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 0
+
+
+@dataclass
+class SuiteConfig:
+    name: str = "smoke"
+    layout: SuiteLayout = SuiteLayout.native
+    path: str | None = None
+    tasks: list[str] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
+    levels: list[int] = field(default_factory=list)
+    limit: int | None = None
+
+
+@dataclass
+class ExecutorConfig:
+    kind: ExecutorKind = ExecutorKind.local
+    timeout_s: float = 600.0
+    output_limit_mb: int = 64
+    file_size_limit_mb: int = 2048
+    env_passthrough: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TrackingConfig:
+    enabled: bool = True
+    uri: str = "sqlite:///mlflow.db"
+    experiment: str = "kbench"
+
+
+@dataclass
+class TimingConfig:
+    enabled: bool = True
+    min_samples: int = 100
+    max_samples: int = 5000
+    target_noise: float = 0.005
+    time_cap_s: float = 10.0
+    batch: int = 20
+    warmup_ms: float = 25.0
+    cold: bool = True
+
+
+@dataclass
+class EvalConfig:
+    seed: int = 42
+    trials: int = 5
+    timing: TimingConfig = field(default_factory=TimingConfig)
+
+
+@dataclass
+class RunConfig:
+    name: str = "kbench"
+    out_dir: str = "runs"
+    resume: ResumeMode = ResumeMode.auto
+    progress: bool = True
+
+
+@dataclass
+class KbenchConfig:
+    hardware: HardwareConfig = field(default_factory=HardwareConfig)
+    method: dict[str, MethodConfig] = field(default_factory=dict)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    suite: SuiteConfig = field(default_factory=SuiteConfig)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    experiment: Any | None = None
+
+
+def register_schema() -> None:
+    ConfigStore.instance().store(name="base_config", node=KbenchConfig)

@@ -1,0 +1,89 @@
+"""Composing and checking a run's configuration (Hydra compose API, schema from ``config.py``).
+
+Any mistake (unknown key, bad value, unknown group option, missing required value) becomes a
+``ConfigError`` with one line that says what is wrong, raised before any work starts.
+"""
+
+from __future__ import annotations
+
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from runner.config import KbenchConfig, register_schema
+from runner.orchestrator import RunSettings
+from runner.paths import CONF_DIR
+
+# Keys that change how a run is driven, not what it measures: left out of the config hash.
+VOLATILE_KEYS = (("run", "resume"), ("run", "progress"))
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _one_line(exc: BaseException) -> str:
+    parts = []
+    while exc is not None and len(parts) < 3:
+        text = str(exc).strip().splitlines()
+        line = text[0] if text else type(exc).__name__
+        if line and line not in parts:
+            parts.append(line)
+        exc = exc.__cause__
+    return ": ".join(parts)
+
+
+def compose_config(overrides: list[str]) -> DictConfig:
+    register_schema()
+    try:
+        with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+            cfg = compose("config", overrides=overrides)
+        # The schema again, strictly: keys added with '+' must exist in it too.
+        merged = OmegaConf.merge(OmegaConf.structured(KbenchConfig), cfg)
+        OmegaConf.to_container(merged, throw_on_missing=True)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(_one_line(exc)) from None
+    OmegaConf.set_readonly(merged, True)
+    return merged
+
+
+def hashed_yaml(cfg: DictConfig) -> str:
+    """The resolved config without volatile keys: what identifies a run's configuration."""
+    data = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    for section, key in VOLATILE_KEYS:
+        data.get(section, {}).pop(key, None)
+    return OmegaConf.to_yaml(OmegaConf.create(data))
+
+
+def to_settings(cfg: DictConfig) -> RunSettings:
+    if not cfg.method:
+        raise ConfigError("no method selected (method=reference, or method=[reference,torch_compile])")
+    methods = {}
+    for name, method in cfg.method.items():
+        options = OmegaConf.to_container(method, enum_to_str=True)
+        if options["kind"] == "directory" and not options.get("path"):
+            raise ConfigError(f"method {name}: directory needs method.{name}.path=/folder/with/candidates")
+        methods[name] = options
+    timing = OmegaConf.to_container(cfg.eval.timing)
+    enabled = timing.pop("enabled")
+    if cfg.eval.trials < 1:
+        raise ConfigError("eval.trials must be at least 1")
+    return RunSettings(
+        name=cfg.run.name,
+        suite=cfg.suite.name,
+        hardware=cfg.hardware.name,
+        device=cfg.hardware.device.value,
+        gpus=list(cfg.hardware.gpus),
+        check_shapes=list(cfg.hardware.check_shapes),
+        timed_shape=cfg.hardware.timed_shape,
+        cpu_threads=cfg.hardware.cpu_threads,
+        max_temperature_c=cfg.hardware.max_temperature_c,
+        methods=methods,
+        model=cfg.model.name,
+        executor=cfg.executor.kind.value,
+        seed=cfg.eval.seed,
+        trials=cfg.eval.trials,
+        timing={**timing, "seed": cfg.eval.seed} if enabled else None,
+        progress=cfg.run.progress,
+    )

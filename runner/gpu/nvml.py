@@ -1,0 +1,123 @@
+"""NVML readings (read-only) and the health gate run before each GPU evaluation.
+
+Without NVML or without a GPU every reading degrades to ``{"available": False, "why": ...}``
+so that CPU runs record "not available" rather than failing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+THROTTLE_BITS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+# Reasons that mean a measurement taken now would be slowed by power or heat.
+HARMFUL_THROTTLE = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+
+
+class NvmlUnavailable(RuntimeError):
+    pass
+
+
+def _nvml():
+    try:
+        import pynvml
+    except ImportError as exc:
+        raise NvmlUnavailable("nvidia-ml-py is not installed") from exc
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        raise NvmlUnavailable(f"NVML did not initialise: {exc}") from exc
+    return pynvml
+
+
+def throttle_names(mask: int) -> list[str]:
+    return [name for bit, name in THROTTLE_BITS.items() if mask & bit]
+
+
+def _safe(fn, *args):
+    try:
+        return fn(*args)
+    except Exception as exc:  # a query this driver or GPU does not support is recorded as such
+        return f"n/a ({type(exc).__name__})"
+
+
+def read_gpu(index: int) -> dict:
+    """A snapshot of one GPU: identity, clocks, temperature, power, throttling, processes."""
+    try:
+        nv = _nvml()
+    except NvmlUnavailable as exc:
+        return {"available": False, "why": str(exc)}
+    try:
+        handle = nv.nvmlDeviceGetHandleByIndex(index)
+    except nv.NVMLError as exc:
+        return {"available": False, "why": f"no GPU {index}: {exc}"}
+    clocks = nv.NVML_CLOCK_SM, nv.NVML_CLOCK_MEM
+    reasons = _safe(nv.nvmlDeviceGetCurrentClocksEventReasons, handle)
+    processes = _safe(nv.nvmlDeviceGetComputeRunningProcesses, handle)
+    return {
+        "available": True,
+        "index": index,
+        "name": _safe(nv.nvmlDeviceGetName, handle),
+        "uuid": _safe(nv.nvmlDeviceGetUUID, handle),
+        "driver": _safe(nv.nvmlSystemGetDriverVersion),
+        "cuda_driver": _safe(nv.nvmlSystemGetCudaDriverVersion_v2),
+        "temperature_c": _safe(nv.nvmlDeviceGetTemperature, handle, nv.NVML_TEMPERATURE_GPU),
+        "sm_clock_mhz": _safe(nv.nvmlDeviceGetClockInfo, handle, clocks[0]),
+        "mem_clock_mhz": _safe(nv.nvmlDeviceGetClockInfo, handle, clocks[1]),
+        "sm_clock_max_mhz": _safe(nv.nvmlDeviceGetMaxClockInfo, handle, clocks[0]),
+        "mem_clock_max_mhz": _safe(nv.nvmlDeviceGetMaxClockInfo, handle, clocks[1]),
+        "sm_clock_app_mhz": _safe(nv.nvmlDeviceGetApplicationsClock, handle, clocks[0]),
+        "power_w": _watts(_safe(nv.nvmlDeviceGetPowerUsage, handle)),
+        "power_limit_w": _watts(_safe(nv.nvmlDeviceGetEnforcedPowerLimit, handle)),
+        "persistence_mode": _safe(nv.nvmlDeviceGetPersistenceMode, handle),
+        "throttle_mask": reasons,
+        "throttle_reasons": throttle_names(reasons) if isinstance(reasons, int) else reasons,
+        "compute_processes": [p.pid for p in processes] if isinstance(processes, list) else processes,
+        "ecc_uncorrected": _safe(
+            nv.nvmlDeviceGetTotalEccErrors, handle, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_VOLATILE_ECC
+        ),
+    }
+
+
+def _watts(milliwatts):
+    return milliwatts / 1000.0 if isinstance(milliwatts, int) else milliwatts
+
+
+@dataclass
+class GateOutcome:
+    ok: bool
+    waited_s: float
+    reading: dict
+    problems: list[str]
+
+
+def health_gate(index: int, max_temperature_c: int | None, cooldown_limit_s: float = 120.0) -> GateOutcome:
+    """Wait (up to a limit) for the GPU to be cool and unthrottled with no foreign processes."""
+    started = time.monotonic()
+    while True:
+        reading = read_gpu(index)
+        if not reading.get("available"):
+            return GateOutcome(False, 0.0, reading, [reading.get("why", "NVML not available")])
+        problems = []
+        temperature = reading["temperature_c"]
+        if max_temperature_c is not None and isinstance(temperature, int) and temperature > max_temperature_c:
+            problems.append(f"temperature {temperature} C > {max_temperature_c} C")
+        mask = reading["throttle_mask"]
+        if isinstance(mask, int) and mask & HARMFUL_THROTTLE:
+            problems.append("throttled: " + ", ".join(throttle_names(mask & HARMFUL_THROTTLE)))
+        if isinstance(reading["compute_processes"], list) and reading["compute_processes"]:
+            problems.append(f"foreign compute processes {reading['compute_processes']}")
+        waited = time.monotonic() - started
+        if not problems or waited >= cooldown_limit_s:
+            return GateOutcome(not problems, waited, reading, problems)
+        time.sleep(2.0)

@@ -1,0 +1,79 @@
+"""The run directory: where one ``kbench run`` keeps everything, and how a rerun finds it.
+
+``<out_dir>/<stamp>-<name>-<config hash>/`` holds ``config.yaml`` (resolved), ``manifest.json``,
+``candidates/``, ``jobs/<eval_id>/`` and ``journal.jsonl``. With ``run.resume=auto`` the same
+command after a kill finds the newest unfinished run of the same configuration and resumes
+it; a finished run is never reopened (a rerun then measures afresh in a new directory).
+A lock on the directory keeps two processes from driving one run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from runner.worker.protocol import write_json_atomic
+
+MANIFEST = "manifest.json"
+
+
+class RunDirBusy(RuntimeError):
+    pass
+
+
+def config_hash(resolved_yaml: str) -> str:
+    return hashlib.sha256(resolved_yaml.encode()).hexdigest()[:10]
+
+
+@dataclass
+class RunDir:
+    path: Path
+    resumed: bool
+    lock: FileLock
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / MANIFEST
+
+    def read_manifest(self) -> dict:
+        if self.manifest_path.exists():
+            return json.loads(self.manifest_path.read_text())
+        return {}
+
+    def write_manifest(self, manifest: dict) -> None:
+        write_json_atomic(self.manifest_path, manifest)
+
+    def release(self) -> None:
+        self.lock.release()
+
+
+def open_run_dir(out_dir: Path, name: str, cfg_hash: str, resume: bool) -> RunDir:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if resume:
+        for candidate in sorted(out_dir.glob(f"*-{name}-{cfg_hash}"), reverse=True):
+            manifest = candidate / MANIFEST
+            if manifest.exists() and json.loads(manifest.read_text()).get("status") == "finished":
+                continue
+            return RunDir(candidate, True, _lock(candidate))
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = out_dir / f"{stamp}-{name}-{cfg_hash}"
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = out_dir / f"{stamp}.{suffix}-{name}-{cfg_hash}"
+    path.mkdir(parents=True)
+    return RunDir(path, False, _lock(path))
+
+
+def _lock(path: Path) -> FileLock:
+    lock = FileLock(str(path / ".lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise RunDirBusy(f"run directory {path} is in use by another kbench process") from None
+    return lock

@@ -1,0 +1,1 @@
+"""Tasks: the task record, loaders for the native and KernelBench layouts, suites and locks."""

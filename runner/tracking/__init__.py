@@ -1,0 +1,1 @@
+"""Tracking: the run directory's journal, the environment fingerprint, the MLflow sink."""

@@ -1,0 +1,45 @@
+"""What the worker can see of its software and device, for the result's fingerprint."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+import torch
+
+
+def worker_environment(device: torch.device) -> dict:
+    env = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "triton": _triton_version(),
+        "device": str(device),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "allow_tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+    }
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        env.update(
+            gpu_name=props.name,
+            compute_capability=f"{props.major}.{props.minor}",
+            gpu_memory_bytes=props.total_memory,
+            sm_count=props.multi_processor_count,
+            gpu_uuid=str(getattr(props, "uuid", "")),
+            cudnn=torch.backends.cudnn.version(),
+        )
+    else:
+        env["cpu"] = platform.processor() or platform.machine()
+    return env
+
+
+def _triton_version() -> str | None:
+    try:
+        import triton
+    except ImportError:
+        return None
+    return triton.__version__

@@ -1,0 +1,216 @@
+"""One evaluation inside the sandbox: reference first, then the candidate, then timing.
+
+Order matters. The reference outputs for every checked shape and trial are computed before
+the candidate file is imported, so nothing the candidate does at import time can change
+them. Then the candidate is imported (failure: ``compile_error``), built from the same seed
+as the reference, and run on fresh seeded inputs for every trial of every shape
+(exception: ``runtime_error``; wrong value, shape or dtype: ``incorrect``). A correct
+candidate is timed against the reference on the timed shape. The result is written
+atomically; a ``stage`` marker lets the orchestrator say where a crashed worker died.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+from runner.worker.compare import compare_outputs
+from runner.worker.environment import worker_environment
+from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
+from runner.worker.protocol import (
+    CANDIDATE_FILE,
+    OUT_DIR,
+    RESULT_FILE,
+    SAMPLES_FILE,
+    STAGE_FILE,
+    TASK_FILE,
+    ProtocolError,
+    Result,
+    Trial,
+    Verdict,
+    read_job,
+    write_json_atomic,
+)
+from runner.worker.timing import TimingSettings, measure_pair
+
+_COMPILE_ERROR_TYPES = ("CompilationError", "BackendCompilerFailed", "InductorError", "CompileError")
+
+
+class _Stop(Exception):
+    """Ends the evaluation early with a verdict."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__(verdict.message)
+        self.verdict = verdict
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m runner.worker JOB_DIR", file=sys.stderr)
+        return 2
+    job_dir = Path(argv[0])
+    try:
+        job = read_job(job_dir)
+    except ProtocolError as exc:
+        print(f"kbench worker: {exc}", file=sys.stderr)
+        return 3
+    result = evaluate(job, job_dir)
+    write_json_atomic(job_dir / OUT_DIR / RESULT_FILE, result.to_dict())
+    return 0
+
+
+def evaluate(job: dict, job_dir: Path) -> Result:
+    out_dir = job_dir / OUT_DIR
+    task = job["task"]
+    device = torch.device(job["device"])
+    if job.get("threads"):
+        torch.set_num_threads(int(job["threads"]))
+    result = Result(
+        eval_id=job["eval_id"],
+        task_id=task["task_id"],
+        task_hash=task["content_hash"],
+        candidate_hash=job["candidate_hash"],
+        verdict=Verdict("correct"),
+        started_at=time.time(),
+    )
+    clock = _StageClock(out_dir, result.stage_seconds)
+    try:
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        result.environment = worker_environment(device)
+        with torch.no_grad():
+            _run(job, job_dir, device, result, clock)
+    except _Stop as stop:
+        result.verdict = stop.verdict
+    result.finished_at = time.time()
+    clock.mark("done")
+    return result
+
+
+def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: _StageClock) -> None:
+    task = job["task"]
+    seed = int(job["seed"])
+    trials = int(job["trials"])
+    shapes = {name: task["shapes"][name] for name in job["check_shapes"]}
+    tolerance = task.get("tolerance")
+
+    clock.mark("reference")
+    reference_module = import_file(job_dir / TASK_FILE, "kbench_task")
+    expected: dict[tuple[str, int], list] = {}
+    for shape_name, dims in shapes.items():
+        model = build_model(reference_module.Model, reference_module, dims, device, seed)
+        for trial in range(trials):
+            inputs = make_inputs(reference_module, dims, device, _trial_seed(seed, trial))
+            expected[(shape_name, trial)] = as_output_list(model(*inputs))
+        del model
+
+    clock.mark("import_candidate")
+    try:
+        candidate_module = import_file(job_dir / CANDIDATE_FILE, "kbench_candidate")
+    except BaseException as exc:  # whatever the candidate raises at import is its failure
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise _Stop(_failure("compile_error", "import_failed", exc, "import_candidate")) from None
+    model_class = getattr(candidate_module, "ModelNew", None)
+    if model_class is None:
+        raise _Stop(Verdict("compile_error", "no_model_new", "the candidate defines no ModelNew", "import_candidate"))
+
+    clock.mark("correctness")
+    for shape_name, dims in shapes.items():
+        try:
+            candidate = build_model(model_class, reference_module, dims, device, seed)
+        except Exception as exc:
+            raise _Stop(_failure("runtime_error", "init_failed", exc, "correctness")) from None
+        for trial in range(trials):
+            trial_seed = _trial_seed(seed, trial)
+            inputs = make_inputs(reference_module, dims, device, trial_seed)
+            try:
+                outputs = as_output_list(candidate(*inputs))
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+            except Exception as exc:
+                status = "compile_error" if _is_compile_error(exc) else "runtime_error"
+                raise _Stop(_failure(status, "forward_failed", exc, "correctness")) from None
+            comparison = compare_outputs(expected[(shape_name, trial)], outputs, tolerance)
+            result.trials.append(
+                Trial(
+                    shape_name,
+                    trial,
+                    trial_seed,
+                    comparison.ok,
+                    comparison.max_abs_error,
+                    comparison.max_rel_error,
+                    comparison.reason,
+                )
+            )
+            if not comparison.ok:
+                raise _Stop(
+                    Verdict(
+                        "incorrect",
+                        "mismatch",
+                        f"shape {shape_name}, trial {trial}: {comparison.reason}",
+                        "correctness",
+                    )
+                )
+        del candidate
+    expected.clear()
+
+    if job.get("timing") is None:
+        return
+    clock.mark("timing")
+    timed_shape = job["timed_shape"]
+    dims = task["shapes"][timed_shape]
+    reference = build_model(reference_module.Model, reference_module, dims, device, seed)
+    candidate = build_model(model_class, reference_module, dims, device, seed)
+    inputs = make_inputs(reference_module, dims, device, _trial_seed(seed, trials))
+    settings = TimingSettings(**job["timing"])
+    try:
+        timing, raw = measure_pair(
+            lambda: reference(*inputs), lambda: candidate(*inputs), device, settings, timed_shape
+        )
+    except Exception as exc:
+        raise _Stop(_failure("runtime_error", "timing_failed", exc, "timing")) from None
+    result.timing = timing
+    write_json_atomic(job_dir / OUT_DIR / SAMPLES_FILE, raw)
+
+
+def _trial_seed(seed: int, trial: int) -> int:
+    return seed + 1000 * (trial + 1)
+
+
+def _is_compile_error(exc: BaseException) -> bool:
+    return any(type(e).__name__ in _COMPILE_ERROR_TYPES for e in _chain(exc))
+
+
+def _chain(exc: BaseException | None):
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _failure(status: str, reason: str, exc: BaseException, stage: str) -> Verdict:
+    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    detail = "".join(lines)[-4000:]
+    return Verdict(status, reason, f"{type(exc).__name__}: {exc}"[:500] + "\n" + detail, stage)
+
+
+class _StageClock:
+    """Writes the current stage to ``out/stage`` and accumulates seconds per stage."""
+
+    def __init__(self, out_dir: Path, seconds: dict) -> None:
+        self.out_dir = out_dir
+        self.seconds = seconds
+        self.stage = None
+        self.since = time.perf_counter()
+        out_dir.mkdir(parents=True, exist_ok=True)
+
+    def mark(self, stage: str) -> None:
+        now = time.perf_counter()
+        if self.stage is not None:
+            self.seconds[self.stage] = round(self.seconds.get(self.stage, 0.0) + now - self.since, 6)
+        self.stage, self.since = stage, now
+        (self.out_dir / STAGE_FILE).write_text(stage)

@@ -1,0 +1,157 @@
+"""The job-directory protocol between orchestrator and worker, and the result record.
+
+A job directory holds ``job.json``, ``task.py`` and ``candidate.py`` (read-only to the
+worker) and an ``out/`` folder where the worker writes ``result.json``, ``samples.json``
+and a ``stage`` marker. Both sides check ``PROTOCOL_VERSION`` and refuse each other when
+it differs. The result record is typed and versioned (``RESULT_SCHEMA``); everything
+MLflow and the reports show is derived from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+PROTOCOL_VERSION = 1
+RESULT_SCHEMA = "kbench.result/1"
+
+VERDICTS = (
+    "correct",
+    "incorrect",
+    "compile_error",
+    "runtime_error",
+    "timeout",
+    "integrity_violation",
+    "infra_error",
+)
+
+JOB_FILE = "job.json"
+TASK_FILE = "task.py"
+CANDIDATE_FILE = "candidate.py"
+OUT_DIR = "out"
+RESULT_FILE = "result.json"
+SAMPLES_FILE = "samples.json"
+STAGE_FILE = "stage"
+
+
+class ProtocolError(RuntimeError):
+    """The job and the worker disagree on the protocol version or the job is malformed."""
+
+
+@dataclass
+class Verdict:
+    """What happened to the candidate. ``reason`` and ``message`` explain every non-correct status."""
+
+    status: str
+    reason: str = ""
+    message: str = ""
+    stage: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in VERDICTS:
+            raise ValueError(f"unknown verdict {self.status!r}")
+
+
+@dataclass
+class TimingSummary:
+    """One side's samples summarised; raw samples live in ``samples.json``."""
+
+    median_ms: float
+    q1_ms: float
+    q3_ms: float
+    min_ms: float
+    mean_ms: float
+    samples: int
+    relative_noise: float
+
+
+@dataclass
+class Timing:
+    clock: str  # "cuda_events" or "host_perf_counter"
+    shape: str
+    cache: str  # "cold" (L2 flushed before every sample) or "hot"
+    reference: TimingSummary
+    candidate: TimingSummary
+    speedup: float
+    ratio_noise: float
+    measured_s: float  # sum of the timed regions of both sides
+    wall_s: float  # wall time of the timing loop, warm-up included
+    stop_reason: str
+
+
+@dataclass
+class Trial:
+    shape: str
+    trial: int
+    seed: int
+    ok: bool
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    reason: str = ""
+
+
+@dataclass
+class Result:
+    eval_id: str
+    task_id: str
+    task_hash: str
+    candidate_hash: str
+    verdict: Verdict
+    trials: list[Trial] = field(default_factory=list)
+    timing: Timing | None = None
+    environment: dict = field(default_factory=dict)
+    stage_seconds: dict = field(default_factory=dict)
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    schema: str = RESULT_SCHEMA
+    protocol: int = PROTOCOL_VERSION
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Result:
+        if data.get("schema") != RESULT_SCHEMA:
+            raise ProtocolError(f"result schema {data.get('schema')!r}, expected {RESULT_SCHEMA!r}")
+        data = dict(data)
+        data["verdict"] = Verdict(**data["verdict"])
+        data["trials"] = [Trial(**t) for t in data.get("trials", [])]
+        timing = data.get("timing")
+        if timing:
+            timing = dict(timing)
+            timing["reference"] = TimingSummary(**timing["reference"])
+            timing["candidate"] = TimingSummary(**timing["candidate"])
+            data["timing"] = Timing(**timing)
+        return cls(**data)
+
+
+def write_json_atomic(path: Path, data) -> None:
+    """Write JSON to a temporary name in the same folder, fsync, then rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=1, sort_keys=True, default=str)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_job(job_dir: Path) -> dict:
+    path = job_dir / JOB_FILE
+    try:
+        job = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ProtocolError(f"cannot read {path}: {exc}") from None
+    if job.get("protocol") != PROTOCOL_VERSION:
+        raise ProtocolError(
+            f"job protocol {job.get('protocol')!r} but this worker speaks {PROTOCOL_VERSION}: "
+            "orchestrator and worker come from different kbench versions"
+        )
+    return job

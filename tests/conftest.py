@@ -1,0 +1,109 @@
+"""Shared test helpers: run the real ``kbench`` CLI in a subprocess, build KernelBench-style folders.
+
+Nothing here is a mock: runs go through the CLI, the local executor's subprocesses and a
+real MLflow SQLite store in a temporary folder. GPU tests are marked ``gpu`` and skipped
+where torch sees no CUDA device.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    if has_cuda():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def kbench(*args: str, cwd: Path, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run ``kbench ARGS`` as a user would, in ``cwd``."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "runner.cli", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+# A tiny KernelBench-convention task: y = relu(x @ W^T + b) on a 16x32 input.
+SMALL_TASK = textwrap.dedent(
+    '''
+    import torch
+    import torch.nn as nn
+
+    batch_size = 16
+    features = 32
+
+
+    class Model(nn.Module):
+        def __init__(self, features):
+            super().__init__()
+            self.linear = nn.Linear(features, features)
+
+        def forward(self, x):
+            return torch.relu(self.linear(x))
+
+
+    def get_inputs():
+        return [torch.randn(batch_size, features)]
+
+
+    def get_init_inputs():
+        return [features]
+    '''
+)
+
+HONEST_CANDIDATE = textwrap.dedent(
+    '''
+    import torch
+    import torch.nn as nn
+
+
+    class ModelNew(nn.Module):
+        def __init__(self, features):
+            super().__init__()
+            self.linear = nn.Linear(features, features)
+
+        def forward(self, x):
+            return torch.clamp_min(x @ self.linear.weight.t() + self.linear.bias, 0.0)
+    '''
+)
+
+
+def make_kernelbench_dir(root: Path, names: list[str], source: str = SMALL_TASK) -> Path:
+    """A KernelBench-layout folder: ``root/level1/<name>.py`` for each name, all the same task."""
+    level = root / "level1"
+    level.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (level / f"{name}.py").write_text(source)
+    return root
+
+
+def write_candidates(root: Path, candidates: dict[str, str]) -> Path:
+    """Candidate files for the directory method: ``root/level1/<name>.py``."""
+    level = root / "level1"
+    level.mkdir(parents=True, exist_ok=True)
+    for name, source in candidates.items():
+        (level / f"{name}.py").write_text(textwrap.dedent(source))
+    return root
