@@ -40,7 +40,8 @@ def compose_config(overrides: list[str]) -> DictConfig:
         with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
             cfg = compose("config", overrides=overrides)
         # The schema again, strictly: keys added with '+' must exist in it too.
-        merged = OmegaConf.merge(OmegaConf.structured(KbenchConfig), cfg)
+        plain = OmegaConf.create(OmegaConf.to_container(cfg, enum_to_str=True))
+        merged = OmegaConf.merge(OmegaConf.structured(KbenchConfig), plain)
         OmegaConf.to_container(merged, throw_on_missing=True)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_one_line(exc)) from None

@@ -9,6 +9,7 @@ environment never reach candidate code. No network isolation: that needs the doc
 
 from __future__ import annotations
 
+import ctypes
 import os
 import resource
 import signal
@@ -75,6 +76,7 @@ class LocalExecutor:
         def limit_child() -> None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            _die_with_parent()
 
         started = time.perf_counter()
         process = subprocess.Popen(
@@ -112,6 +114,16 @@ class LocalExecutor:
             stderr_bytes=drains[1].total,
             output_truncated=any(d.total > d.kept for d in drains),
         )
+
+
+def _die_with_parent() -> None:
+    """Linux: the worker gets SIGKILL when the orchestrator dies (even by SIGKILL)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
+        return
+    pr_set_pdeathsig = 1
+    libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def _kill_group(pgid: int) -> None:

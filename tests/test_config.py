@@ -1,0 +1,90 @@
+"""Every config in conf/ composes; mistakes fail at start with one clear line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.configure import ConfigError, compose_config, to_settings
+from runner.paths import CONF_DIR
+from tests.conftest import kbench
+
+GROUPS = sorted(p.name for p in CONF_DIR.iterdir() if p.is_dir())
+
+
+def _options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+GROUP_OPTIONS = [(group, option) for group in GROUPS for option in _options(group)]
+# Options that need a value the user must give.
+REQUIRED = {
+    ("method", "directory"): ["method.directory.path=/tmp"],
+    ("suite", "kernelbench"): ["suite.path=/tmp"],
+}
+
+
+def test_every_group_has_options():
+    assert set(GROUPS) >= {"hardware", "method", "model", "suite", "executor", "tracking", "experiment"}
+
+
+@pytest.mark.parametrize(("group", "option"), GROUP_OPTIONS, ids=[f"{g}={o}" for g, o in GROUP_OPTIONS])
+def test_every_config_composes(group, option):
+    cfg = compose_config([f"{group}={option}", *REQUIRED.get((group, option), [])])
+    settings = to_settings(cfg)
+    assert settings.methods
+    if group == "method":
+        assert option in cfg.method
+
+
+def test_presets_pick_what_they_promise():
+    smoke = to_settings(compose_config(["experiment=cpu_smoke"]))
+    assert smoke.device == "cpu" and set(smoke.methods) == {"reference", "torch_compile"} and smoke.suite == "smoke"
+    full = to_settings(compose_config(["experiment=h100_fullsuite"]))
+    assert full.device == "cuda" and full.suite == "full" and full.timed_shape == "perf"
+    assert set(full.methods) == {"reference", "torch_compile"}
+
+
+@pytest.mark.parametrize(
+    ("override", "fragment"),
+    [
+        ("hardware.bogus=1", "hardware.bogus"),
+        ("+hardware.bogus=1", "bogus"),
+        ("+bogus=1", "bogus"),
+        ("hardware.device=tpu", "tpu"),
+        ("eval.trials=many", "trials"),
+        ("method=refrence", "refrence"),
+        ("experiment=nope", "nope"),
+        ("method=directory", "path"),
+    ],
+)
+def test_bad_config_is_one_line(override, fragment):
+    with pytest.raises(ConfigError) as info:
+        to_settings(compose_config([override]))
+    message = str(info.value)
+    assert "\n" not in message and fragment in message
+
+
+def test_cli_bad_value_exits_nonzero_with_one_line(tmp_path: Path):
+    proc = kbench("run", "hardware.device=tpu", cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kbench: ") and "tpu" in lines[0]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_cli_gpu_asked_without_gpu_fails_before_work(tmp_path: Path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    proc = kbench("run", "experiment=h100_fullsuite", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "GPU" in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_unknown_suite_task_is_one_line(tmp_path: Path):
+    proc = kbench("run", "suite.tasks=[no_such_task]", "tracking=off", cwd=tmp_path)
+    assert proc.returncode == 2 and "no_such_task" in proc.stderr and proc.stderr.count("\n") == 1

@@ -1,0 +1,103 @@
+"""A run killed with SIGKILL resumes: nothing redone that was finished, nothing lost, nothing logged twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import kbench, make_kernelbench_dir
+
+TASKS = [f"{i}_task" for i in range(1, 7)]
+
+
+def _args(tmp: Path) -> list[str]:
+    return [
+        "run", "suite=kernelbench", f"suite.path={tmp / 'kb'}", "method=reference",
+        f"tracking.uri=sqlite:///{tmp}/mlflow.db", "run.name=resume", "eval.timing.min_samples=5",
+        "eval.timing.time_cap_s=1", "eval.timing.warmup_ms=1",
+    ]
+
+
+def _result_lines(journal: Path) -> list[dict]:
+    if not journal.exists():
+        return []
+    events = []
+    for line in journal.read_text().splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass
+    return [e for e in events if e["event"] == "result"]
+
+
+def test_sigkill_then_resume(tmp_path: Path):
+    make_kernelbench_dir(tmp_path / "kb", TASKS)
+    process = subprocess.Popen([sys.executable, "-m", "runner.cli", *_args(tmp_path)], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    journal = None
+    while time.monotonic() < deadline:
+        runs = list((tmp_path / "runs").glob("*")) if (tmp_path / "runs").exists() else []
+        if runs and len(_result_lines(runs[0] / "journal.jsonl")) >= 2:
+            journal = runs[0] / "journal.jsonl"
+            break
+        time.sleep(0.2)
+    assert journal is not None, "the run made no progress"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    done_before = {e["eval_id"] for e in _result_lines(journal)}
+    assert 2 <= len(done_before) < len(TASKS)
+    mtimes = {eid: (journal.parent / "jobs" / eid / "out" / "result.json").stat().st_mtime_ns for eid in done_before}
+
+    resumed = kbench(*_args(tmp_path), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming" in resumed.stdout
+    assert len(list((tmp_path / "runs").iterdir())) == 1
+
+    results = _result_lines(journal)
+    ids = [e["eval_id"] for e in results]
+    assert len(ids) == len(set(ids)) == len(TASKS)
+    for eid, mtime in mtimes.items():  # finished before the kill: not redone
+        assert (journal.parent / "jobs" / eid / "out" / "result.json").stat().st_mtime_ns == mtime
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    parent_id = json.loads((journal.parent / "manifest.json").read_text())["mlflow_run_id"]
+    parent = client.get_run(parent_id)
+    assert parent.info.status == "FINISHED"
+    children = client.search_runs([parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent_id}'")
+    logged = [run.data.tags["kbench.eval_id"] for run in children]
+    assert sorted(logged) == sorted(ids)
+    assert all(run.info.status == "FINISHED" for run in children)
+    parents = client.search_runs([parent.info.experiment_id], "tags.`run_dir` != ''")
+    assert len(parents) == 1
+
+
+def test_a_finished_run_is_not_reopened(tmp_path: Path):
+    make_kernelbench_dir(tmp_path / "kb", TASKS[:1])
+    args = [a for a in _args(tmp_path) if not a.startswith("tracking")] + ["tracking=off"]
+    assert kbench(*args, cwd=tmp_path).returncode == 0
+    assert kbench(*args, cwd=tmp_path).returncode == 0
+    assert len(list((tmp_path / "runs").iterdir())) == 2
+
+
+def test_unfinished_child_from_a_kill_is_replaced(tmp_path: Path):
+    from mlflow.tracking import MlflowClient
+
+    from runner.tracking.mlflow_sink import EVAL_TAG, PARENT_TAG, MlflowSink
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    sink = MlflowSink(uri, "kbench")
+    parent = sink.start_parent(None, "p", {}, {})
+    client = MlflowClient(tracking_uri=uri)
+    torn = client.create_run(sink.experiment_id, tags={EVAL_TAG: "e1", PARENT_TAG: parent}).info.run_id
+    child = sink.log_child(parent, "c", {"a": 1}, {"m": 1.0}, {EVAL_TAG: "e1"}, {}, [])
+    assert child != torn
+    assert client.get_run(torn).info.lifecycle_stage == "deleted"
+    assert sink.log_child(parent, "c", {"a": 1}, {"m": 1.0}, {EVAL_TAG: "e1"}, {}, []) == child

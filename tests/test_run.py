@@ -1,0 +1,91 @@
+"""End to end: ``kbench run`` → result files → MLflow parent and children → ``kbench report``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import HONEST_CANDIDATE, kbench, make_kernelbench_dir, write_candidates
+
+FAST_TIMING = ["eval.timing.min_samples=5", "eval.timing.time_cap_s=1", "eval.timing.warmup_ms=1"]
+
+
+@pytest.fixture(scope="module")
+def tracked_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("tracked")
+    suite = make_kernelbench_dir(tmp / "kb", ["1_first", "2_second"])
+    cands = write_candidates(tmp / "cands", {"1_first": HONEST_CANDIDATE})  # none for 2_second
+    uri = f"sqlite:///{tmp}/mlflow.db"
+    proc = kbench(
+        "run", "suite=kernelbench", f"suite.path={suite}", "method=[reference,directory]",
+        f"method.directory.path={cands}", f"tracking.uri={uri}", "run.name=tracked", *FAST_TIMING, cwd=tmp,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (tmp / "runs").iterdir()
+    return tmp, run_dir, uri, proc
+
+
+def _client(uri):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def test_run_prints_report(tracked_run):
+    _, run_dir, _, proc = tracked_run
+    assert "fast_1" in proc.stdout and (run_dir / "report.md").exists()
+    assert "missing_candidate" in (run_dir / "report.md").read_text()
+
+
+def test_mlflow_parent_and_children(tracked_run):
+    _, run_dir, uri, _ = tracked_run
+    client = _client(uri)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    parent = client.get_run(manifest["mlflow_run_id"])
+    assert parent.info.status == "FINISHED"
+    assert parent.data.params["suite"] == "kernelbench" and parent.data.params["methods"] == "reference,directory"
+    assert parent.data.metrics["reference.correct"] == 2
+    parent_artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"config.yaml", "report.md", "results.jsonl", "manifest.json"} <= parent_artifacts
+    experiment = parent.info.experiment_id
+    children = client.search_runs([experiment], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    assert len(children) == 4
+    by_name = {run.info.run_name: run for run in children}
+    honest = by_name["directory/level1/1_first"]
+    assert honest.data.tags["verdict"] == "correct"
+    for key in ("task", "suite", "method", "model", "hardware", "executor"):
+        assert key in honest.data.params
+    for key in ("correct", "speedup", "candidate_median_ms", "reference_median_ms", "trials"):
+        assert key in honest.data.metrics
+    for key in ("task_hash", "candidate_hash", "git_commit", "kbench.eval_id"):
+        assert honest.data.tags[key]
+    artifacts = {a.path for a in client.list_artifacts(honest.info.run_id)}
+    assert {"candidate.py", "result.json", "samples.json", "stdout.log", "stderr.log", "job.json"} <= artifacts
+    series = client.get_metric_history(honest.info.run_id, "sample_candidate_ms")
+    assert len(series) == int(honest.data.metrics["samples"])
+    assert by_name["directory/level1/2_second"].data.tags["verdict"] == "compile_error"
+
+
+def test_report_from_dir_and_from_mlflow(tracked_run):
+    tmp, run_dir, uri, _ = tracked_run
+    from_dir = kbench("report", str(run_dir), cwd=tmp)
+    assert from_dir.returncode == 0 and "## Summary" in from_dir.stdout
+    parent_id = json.loads((run_dir / "manifest.json").read_text())["mlflow_run_id"]
+    from_mlflow = kbench("report", parent_id, "--tracking-uri", uri, cwd=tmp)
+    assert from_mlflow.returncode == 0, from_mlflow.stderr
+    assert (tmp / f"report-{parent_id[:12]}.md").read_text() == (run_dir / "report.md").read_text()
+
+
+def test_report_of_nothing_is_one_line(tmp_path: Path):
+    proc = kbench("report", "no-such-run", "--tracking-uri", f"sqlite:///{tmp_path}/m.db", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_kernelbench_directory_loads_as_a_suite(tracked_run):
+    _, run_dir, _, _ = tracked_run
+    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    reference = [r for r in rows if r["method"] == "reference"]
+    assert {r["task_id"] for r in reference} == {"level1/1_first", "level1/2_second"}
+    assert all(r["verdict"] == "correct" and r["category"] == "level1" for r in reference)

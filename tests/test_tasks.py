@@ -1,0 +1,86 @@
+"""Every task loads and passes the validator; suite locks match the task files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner.paths import SUITES_DIR, TASKS_DIR
+from runner.tasks.formulas import FormulaError, evaluate
+from runner.tasks.loader import load_native_tasks
+from runner.tasks.model import TaskError, read_native_task
+from runner.tasks.suites import SuiteSelection, resolve_suite, write_locks
+from runner.tasks.validate import validate_task
+
+TASKS = load_native_tasks(TASKS_DIR)
+
+
+def test_suite_size():
+    assert len(TASKS) >= 30
+    assert len({task.category for task in TASKS}) >= 8
+
+
+def test_locks_are_current(tmp_path: Path):
+    """Fails when a task changed (or was added) without `kbench tasks lock`."""
+    copy = tmp_path / "suites"
+    copy.mkdir()
+    for path in SUITES_DIR.glob("*.yaml"):
+        (copy / path.name).write_text(path.read_text())
+    write_locks(TASKS_DIR, copy)
+    stale = [p.name for p in copy.glob("*.yaml") if not (SUITES_DIR / p.name).exists()
+             or yaml.safe_load(p.read_text()) != yaml.safe_load((SUITES_DIR / p.name).read_text())]
+    assert not stale, f"run `kbench tasks lock`: {stale}"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in SUITES_DIR.glob("*.yaml")))
+def test_every_suite_resolves(name):
+    assert resolve_suite(SuiteSelection(name), TASKS_DIR, SUITES_DIR)
+
+
+def test_changed_task_refuses_its_suite(tmp_path: Path):
+    tasks = tmp_path / "tasks" / "activation"
+    tasks.mkdir(parents=True)
+    source = (TASKS_DIR / "activation" / "gelu_tanh.py").read_text()
+    (tasks / "gelu_tanh.py").write_text(source)
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "one.yaml").write_text(yaml.safe_dump({"name": "one", "description": "", "tasks": [{"id": "gelu_tanh", "hash": "x"}]}))
+    write_locks(tmp_path / "tasks", suites)
+    assert resolve_suite(SuiteSelection("one"), tmp_path / "tasks", suites)
+    (tasks / "gelu_tanh.py").write_text(source + "\n# edited\n")
+    with pytest.raises(TaskError, match="changed since the lock"):
+        resolve_suite(SuiteSelection("one"), tmp_path / "tasks", suites)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda s: s.replace('"category": "activation"', '"category": "matmul"'), "does not match its folder"),
+        (lambda s: s.replace('"flops": "10 * tokens * hidden"', '"flops": "__import__(1)"'), "flops"),
+        (lambda s: s.replace('"flops": "10 * tokens * hidden"', '"flops": "10 * rows"'), "unknown name"),
+        (lambda s: s.replace("def get_inputs", "def get_inputz"), "missing get_inputs"),
+        (lambda s: s.replace('"dtype": "float32"', '"dtype": "float31"'), "dtype"),
+    ],
+)
+def test_malformed_task_is_refused(tmp_path: Path, edit, message):
+    folder = tmp_path / "activation"
+    folder.mkdir()
+    bad = folder / "gelu_tanh.py"
+    bad.write_text(edit((TASKS_DIR / "activation" / "gelu_tanh.py").read_text()))
+    with pytest.raises(TaskError, match=message):
+        read_native_task(bad)
+
+
+def test_formulas_are_arithmetic_only():
+    assert evaluate("2 * m * n * k + max(m, 1)", {"m": 2, "n": 3, "k": 4}) == 50
+    for hostile in ("__import__('os')", "m.__class__", "[m]", "lambda: 1"):
+        with pytest.raises(FormulaError):
+            evaluate(hostile, {"m": 1})
+
+
+@pytest.mark.parametrize("task", TASKS, ids=[t.task_id for t in TASKS])
+def test_task_validates_on_cpu(task):
+    outcome = validate_task(task, device="cpu")
+    assert outcome.ok, outcome.failures
