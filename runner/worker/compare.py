@@ -19,6 +19,9 @@ DEFAULT_TOLERANCE = {
 }
 
 
+_CHUNK = 1 << 24
+
+
 @dataclass
 class Comparison:
     ok: bool
@@ -70,29 +73,33 @@ def _compare_one(ref, got, tolerance: dict | None) -> Comparison:
             return Comparison(False, f"{mismatched} of {ref.numel()} integer elements differ", mismatched=mismatched)
         return Comparison(True)
     atol, rtol = tolerance_for(ref.dtype, tolerance)
-    ref64 = ref.double()
-    got64 = got.double()
-    ref_nan = torch.isnan(ref64)
-    got_nan = torch.isnan(got64)
-    if not torch.equal(ref_nan, got_nan):
-        count = int((ref_nan != got_nan).sum())
-        return Comparison(False, f"NaN pattern differs at {count} elements", mismatched=count)
-    finite = ~ref_nan
-    ref_inf = torch.isinf(ref64) & finite
-    if not torch.equal(ref64[ref_inf], got64[ref_inf]) or bool(torch.isinf(got64[~ref_inf & finite]).any()):
-        return Comparison(False, "infinities differ")
-    mask = finite & ~ref_inf
-    diff = (got64 - ref64).abs()[mask]
-    bound = atol + rtol * ref64.abs()[mask]
-    bad = diff > bound
-    max_abs = float(diff.max()) if diff.numel() else 0.0
-    rel = diff / ref64.abs()[mask].clamp_min(1e-30)
-    max_rel = float(rel.max()) if rel.numel() else 0.0
-    mismatched = int(bad.sum())
+    # Chunked, so that a 1G-element output costs a few hundred MB of temporaries, not 40 GB.
+    ref_flat, got_flat = ref.reshape(-1), got.reshape(-1)
+    max_abs = max_rel = 0.0
+    mismatched = nan_mismatch = inf_mismatch = 0
+    for start in range(0, ref_flat.numel(), _CHUNK):
+        r = ref_flat[start : start + _CHUNK].double()
+        g = got_flat[start : start + _CHUNK].double()
+        r_nan, g_nan = torch.isnan(r), torch.isnan(g)
+        nan_mismatch += int((r_nan != g_nan).sum())
+        r_inf, g_inf = torch.isinf(r), torch.isinf(g)
+        inf_mismatch += int((r_inf != g_inf).sum()) + int((r[r_inf] != g[r_inf]).sum())
+        mask = ~(r_nan | r_inf | g_nan | g_inf)
+        r, g = r[mask], g[mask]
+        diff = (g - r).abs()
+        if diff.numel():
+            max_abs = max(max_abs, float(diff.max()))
+            max_rel = max(max_rel, float((diff / r.abs().clamp_min(1e-30)).max()))
+            mismatched += int((diff > atol + rtol * r.abs()).sum())
+    if nan_mismatch:
+        return Comparison(False, f"NaN pattern differs at {nan_mismatch} elements", mismatched=nan_mismatch)
+    if inf_mismatch:
+        return Comparison(False, f"infinities differ at {inf_mismatch} elements", mismatched=inf_mismatch)
     if mismatched:
         return Comparison(
             False,
-            f"{mismatched} of {ref.numel()} elements outside atol={atol:g} rtol={rtol:g} (max abs error {max_abs:.3g})",
+            f"{mismatched} of {ref.numel()} elements outside atol={atol:g} rtol={rtol:g} "
+            f"(max abs error {max_abs:.3g})",
             max_abs,
             max_rel,
             mismatched,
