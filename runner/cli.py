@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -46,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("doctor", help="show what kbench sees: packages, GPU, NVML")
     args = parser.parse_args(argv)
     console = Console(stderr=False)
+    # SIGTERM (a batch system's or `timeout`'s) ends a run like Ctrl-C: the sandbox is killed,
+    # the manifest written, and the same command resumes it.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         if args.command == "run":
             return command_run(args.overrides, console)
@@ -60,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kbench: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _quiet_libraries() -> None:
@@ -103,6 +112,7 @@ def command_run(overrides: list[str], console: Console) -> int:
                 output_limit_bytes=cfg.executor.output_limit_mb << 20,
                 file_size_limit_bytes=cfg.executor.file_size_limit_mb << 20,
                 env_passthrough=tuple(cfg.executor.env_passthrough),
+                prestart=cfg.executor.prestart,
             ),
         )
     except (ConfigError, TaskError, UnknownName) as exc:
@@ -118,7 +128,7 @@ def command_run(overrides: list[str], console: Console) -> int:
         run_dir = open_run_dir(Path(cfg.run.out_dir), settings.name, cfg_hash, resume=cfg.run.resume.value == "auto")
     except RunDirBusy as exc:
         raise UserError(str(exc)) from None
-    executor.settings = _with_cache(executor.settings, run_dir.path / "cache")
+    executor.settings = replace(executor.settings, cache_dir=(run_dir.path / "cache").resolve())
     manifest = run_dir.read_manifest()
     host = host_fingerprint()
     if not manifest:
@@ -179,12 +189,14 @@ def command_run(overrides: list[str], console: Console) -> int:
         f"run {run_dir.path}: {len(evaluations)} evaluations "
         f"({len(tasks)} tasks × {len(settings.methods)} methods) on {settings.hardware}, executor {settings.executor}"
     )
-    orchestrator = Orchestrator(settings, run_dir, executor, sink, console, host["git_commit"])
+    warmup_executor = make_executor(settings.executor, replace(executor.settings, prestart=0))
+    orchestrator = Orchestrator(settings, run_dir, executor, sink, console, host["git_commit"], warmup_executor)
     started = time.perf_counter()
     try:
         orchestrator.run(evaluations, manifest.get("mlflow_run_id"))
     finally:
         manifest["wall_s"] = manifest.get("wall_s", 0.0) + time.perf_counter() - started
+        manifest["warmup_s"] = manifest.get("warmup_s", 0.0) + orchestrator.warmup_s
         run_dir.write_manifest(manifest)
         executor.close()
     manifest["status"] = "finished"
@@ -195,12 +207,6 @@ def command_run(overrides: list[str], console: Console) -> int:
     print(report)
     console.print(f"report: {run_dir.path / 'report.md'}")
     return 0
-
-
-def _with_cache(settings, cache_dir: Path):
-    from dataclasses import replace
-
-    return replace(settings, cache_dir=cache_dir)
 
 
 def command_report(run: str, tracking_uri: str, console: Console) -> int:

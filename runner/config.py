@@ -84,6 +84,8 @@ class ExecutorConfig:
     kind: ExecutorKind = ExecutorKind.local
     timeout_s: float = 600.0
     output_limit_mb: int = 64
+    prestart: int = 2
+    warmup_workers: int = 0
     file_size_limit_mb: int = 2048
     env_passthrough: list[str] = field(default_factory=list)
 

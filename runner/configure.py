@@ -87,4 +87,5 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         trials=cfg.eval.trials,
         timing={**timing, "seed": cfg.eval.seed} if enabled else None,
         progress=cfg.run.progress,
+        warmup_workers=cfg.executor.warmup_workers,
     )

@@ -15,6 +15,7 @@ import json
 import shutil
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,6 +80,7 @@ class RunSettings:
     trials: int
     timing: dict | None
     progress: bool
+    warmup_workers: int = 0
 
 
 def plan(tasks: list[Task], settings: RunSettings) -> list[Evaluation]:
@@ -115,9 +117,12 @@ class Orchestrator:
         sink: MlflowSink | None,
         console: Console,
         git_commit: str,
+        warmup_executor: Executor | None = None,
     ) -> None:
         self.settings = settings
         self.git_commit = git_commit
+        self.warmup_executor = warmup_executor
+        self.warmup_s = 0.0
         self.run_dir = run_dir
         self.executor = executor
         self.sink = sink
@@ -125,10 +130,10 @@ class Orchestrator:
         self.journal = Journal(run_dir.path / "journal.jsonl")
 
     # -- job preparation -------------------------------------------------------------------
-    def _prepare_job(self, evaluation: Evaluation) -> Path:
+    def _prepare_job(self, evaluation: Evaluation, root: Path | None = None, mode: str = "evaluate") -> Path:
         s = self.settings
         task = evaluation.task
-        job_dir = self.run_dir.path / "jobs" / evaluation.eval_id
+        job_dir = (root or self.run_dir.path / "jobs") / evaluation.eval_id
         if job_dir.exists():
             shutil.rmtree(job_dir)  # a half-done attempt from before a kill
         (job_dir / OUT_DIR).mkdir(parents=True)
@@ -143,6 +148,7 @@ class Orchestrator:
         job = {
             "protocol": PROTOCOL_VERSION,
             "eval_id": evaluation.eval_id,
+            "mode": mode,
             "task": task.to_job(),
             "candidate_hash": evaluation.candidate.content_hash,
             "device": "cuda:0" if s.device == "cuda" else "cpu",
@@ -199,18 +205,11 @@ class Orchestrator:
             write_json_atomic(job_dir / OUT_DIR / RESULT_FILE, result.to_dict())
             return job_dir, result
         job_dir = self._prepare_job(evaluation)
-        if s.device == "cuda":
-            gpu_index = s.gpus[0]
-            before = read_gpu(gpu_index)
-            lock_key = f"gpu-{before.get('uuid', gpu_index)}" if before.get("available") else f"gpu-index-{gpu_index}"
-            gpu_id = before["uuid"] if before.get("available") else str(gpu_index)
-        else:
-            gpu_index, before, gpu_id = None, {"available": False, "why": "CPU run"}, None
-            lock_key = "cpu-host"
+        gpu_index, gpu_id, lock_key, before = self._device()
         with device_lock(lock_key, str(self.run_dir.path), on_wait=self._waiting):
             gate = None
             if gpu_index is not None:
-                gate = health_gate(gpu_index, s.max_temperature_c)
+                gate = health_gate(gpu_index, s.max_temperature_c, self.executor.own_pids())
                 if not gate.ok:
                     self.console.print(f"[yellow]GPU health gate: {'; '.join(gate.problems)} (proceeding, recorded)")
             outcome = self.executor.run(job_dir, gpu_id)
@@ -230,6 +229,44 @@ class Orchestrator:
         }
         write_json_atomic(job_dir / OUT_DIR / RESULT_FILE, result.to_dict())
         return job_dir, result
+
+    def _device(self) -> tuple[int | None, str | None, str, dict]:
+        """The GPU index, the id the sandbox is pinned to, the lock key, and an NVML reading."""
+        if self.settings.device != "cuda":
+            return None, None, "cpu-host", {"available": False, "why": "CPU run"}
+        index = self.settings.gpus[0]
+        reading = read_gpu(index)
+        if reading.get("available"):
+            return index, reading["uuid"], f"gpu-{reading['uuid']}", reading
+        return index, str(index), f"gpu-index-{index}", reading
+
+    def _warm_up(self, todo: list[Evaluation]) -> None:
+        """Compile warm-up: run non-reference candidates once, in parallel, to fill the compile caches.
+
+        It holds the device lock (nothing else measures meanwhile) and judges nothing; every
+        evaluation is then measured from scratch in a fresh process that finds warm caches.
+        """
+        workers = self.settings.warmup_workers
+        targets = [
+            e for e in todo if e.candidate is not None and self.settings.methods[e.method]["kind"] != "reference"
+        ]
+        if self.warmup_executor is None or workers < 1 or not targets:
+            return
+        _, gpu_id, lock_key, _ = self._device()
+        root = self.run_dir.path / "warmup"
+        started = time.perf_counter()
+        self.console.print(f"compile warm-up: {len(targets)} candidates, {workers} at a time")
+        with device_lock(lock_key, str(self.run_dir.path), on_wait=self._waiting):
+            with ThreadPoolExecutor(workers) as pool:
+                outcomes = list(
+                    pool.map(lambda e: self.warmup_executor.run(self._prepare_job(e, root, "warmup"), gpu_id), targets)
+                )
+        shutil.rmtree(root, ignore_errors=True)
+        self.warmup_s = time.perf_counter() - started
+        failed = sum(1 for outcome in outcomes if outcome.exit_code != 0)
+        self.console.print(
+            f"compile warm-up done in {self.warmup_s:.0f} s ({failed} candidates failed there; their evaluations say why)"
+        )
 
     def _waiting(self, holder: dict) -> None:
         self.console.print(
@@ -281,6 +318,7 @@ class Orchestrator:
         if done:
             self.console.print(f"resuming: {done} of {len(evaluations)} evaluations already done")
         self._log_unlogged(evaluations, state, parent_run_id)
+        self._warm_up(todo)
         with RunProgress(len(evaluations), done, self.console, enabled=self.settings.progress) as progress:
             for evaluation in todo:
                 label = f"{evaluation.method} · {evaluation.task.task_id}"

@@ -48,7 +48,7 @@ def kbench(*args: str, cwd: Path, timeout: float = 600, env: dict | None = None)
 
 # A tiny KernelBench-convention task: y = relu(x @ W^T + b) on a 16x32 input.
 SMALL_TASK = textwrap.dedent(
-    '''
+    """
     import torch
     import torch.nn as nn
 
@@ -71,11 +71,11 @@ SMALL_TASK = textwrap.dedent(
 
     def get_init_inputs():
         return [features]
-    '''
+    """
 )
 
 HONEST_CANDIDATE = textwrap.dedent(
-    '''
+    """
     import torch
     import torch.nn as nn
 
@@ -87,7 +87,7 @@ HONEST_CANDIDATE = textwrap.dedent(
 
         def forward(self, x):
             return torch.clamp_min(x @ self.linear.weight.t() + self.linear.bias, 0.0)
-    '''
+    """
 )
 
 

@@ -13,8 +13,14 @@ pytestmark = pytest.mark.gpu
 
 def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
     proc = kbench(
-        "run", "hardware=h100", "suite=full", "suite.tasks=[gelu_tanh,linear_bias_fp16]", "method=reference",
-        "tracking=off", "run.name=gpu_check", cwd=tmp_path,
+        "run",
+        "hardware=h100",
+        "suite=full",
+        "suite.tasks=[gelu_tanh,linear_bias_fp16]",
+        "method=reference",
+        "tracking=off",
+        "run.name=gpu_check",
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = (tmp_path / "runs").iterdir()

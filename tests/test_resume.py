@@ -17,9 +17,15 @@ TASKS = [f"{i}_task" for i in range(1, 7)]
 
 def _args(tmp: Path) -> list[str]:
     return [
-        "run", "suite=kernelbench", f"suite.path={tmp / 'kb'}", "method=reference",
-        f"tracking.uri=sqlite:///{tmp}/mlflow.db", "run.name=resume", "eval.timing.min_samples=5",
-        "eval.timing.time_cap_s=1", "eval.timing.warmup_ms=1",
+        "run",
+        "suite=kernelbench",
+        f"suite.path={tmp / 'kb'}",
+        "method=reference",
+        f"tracking.uri=sqlite:///{tmp}/mlflow.db",
+        "run.name=resume",
+        "eval.timing.min_samples=5",
+        "eval.timing.time_cap_s=1",
+        "eval.timing.warmup_ms=1",
     ]
 
 
@@ -37,8 +43,12 @@ def _result_lines(journal: Path) -> list[dict]:
 
 def test_sigkill_then_resume(tmp_path: Path):
     make_kernelbench_dir(tmp_path / "kb", TASKS)
-    process = subprocess.Popen([sys.executable, "-m", "runner.cli", *_args(tmp_path)], cwd=tmp_path,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", *_args(tmp_path)],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 240
     journal = None
     while time.monotonic() < deadline:

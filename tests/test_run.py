@@ -19,8 +19,15 @@ def tracked_run(tmp_path_factory):
     cands = write_candidates(tmp / "cands", {"1_first": HONEST_CANDIDATE})  # none for 2_second
     uri = f"sqlite:///{tmp}/mlflow.db"
     proc = kbench(
-        "run", "suite=kernelbench", f"suite.path={suite}", "method=[reference,directory]",
-        f"method.directory.path={cands}", f"tracking.uri={uri}", "run.name=tracked", *FAST_TIMING, cwd=tmp,
+        "run",
+        "suite=kernelbench",
+        f"suite.path={suite}",
+        "method=[reference,directory]",
+        f"method.directory.path={cands}",
+        f"tracking.uri={uri}",
+        "run.name=tracked",
+        *FAST_TIMING,
+        cwd=tmp,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = (tmp / "runs").iterdir()

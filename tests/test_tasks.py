@@ -29,8 +29,12 @@ def test_locks_are_current(tmp_path: Path):
     for path in SUITES_DIR.glob("*.yaml"):
         (copy / path.name).write_text(path.read_text())
     write_locks(TASKS_DIR, copy)
-    stale = [p.name for p in copy.glob("*.yaml") if not (SUITES_DIR / p.name).exists()
-             or yaml.safe_load(p.read_text()) != yaml.safe_load((SUITES_DIR / p.name).read_text())]
+    stale = [
+        p.name
+        for p in copy.glob("*.yaml")
+        if not (SUITES_DIR / p.name).exists()
+        or yaml.safe_load(p.read_text()) != yaml.safe_load((SUITES_DIR / p.name).read_text())
+    ]
     assert not stale, f"run `kbench tasks lock`: {stale}"
 
 
@@ -46,7 +50,9 @@ def test_changed_task_refuses_its_suite(tmp_path: Path):
     (tasks / "gelu_tanh.py").write_text(source)
     suites = tmp_path / "suites"
     suites.mkdir()
-    (suites / "one.yaml").write_text(yaml.safe_dump({"name": "one", "description": "", "tasks": [{"id": "gelu_tanh", "hash": "x"}]}))
+    (suites / "one.yaml").write_text(
+        yaml.safe_dump({"name": "one", "description": "", "tasks": [{"id": "gelu_tanh", "hash": "x"}]})
+    )
     write_locks(tmp_path / "tasks", suites)
     assert resolve_suite(SuiteSelection("one"), tmp_path / "tasks", suites)
     (tasks / "gelu_tanh.py").write_text(source + "\n# edited\n")

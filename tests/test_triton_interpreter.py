@@ -16,7 +16,7 @@ from tests.conftest import kbench, make_kernelbench_dir, write_candidates
 pytest.importorskip("triton")
 
 TASK = textwrap.dedent(
-    '''
+    """
     import torch
     import torch.nn as nn
 
@@ -34,10 +34,10 @@ TASK = textwrap.dedent(
 
     def get_init_inputs():
         return []
-    '''
+    """
 )
 
-TRITON_CANDIDATE = '''
+TRITON_CANDIDATE = """
 import torch
 import torch.nn as nn
 import triton
@@ -59,19 +59,33 @@ class ModelNew(nn.Module):
         n = x.numel()
         _gate_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
         return out
-'''
+"""
 
 
 def test_triton_kernel_under_interpreter(tmp_path):
     suite = make_kernelbench_dir(tmp_path / "kb", ["1_gate"], TASK)
-    cands = write_candidates(tmp_path / "cands", {"1_gate": TRITON_CANDIDATE, })
+    cands = write_candidates(
+        tmp_path / "cands",
+        {
+            "1_gate": TRITON_CANDIDATE,
+        },
+    )
     bad = write_candidates(tmp_path / "bad", {"1_gate": TRITON_CANDIDATE.replace("* y + 1.0", "* y + 1.5")})
     for folder, expected in ((cands, "correct"), (bad, "incorrect")):
         proc = kbench(
-            "run", "suite=kernelbench", f"suite.path={suite}", "method=directory", f"method.directory.path={folder}",
-            "tracking=off", "executor.env_passthrough=[TRITON_INTERPRET]", "eval.timing.min_samples=5",
-            "eval.timing.time_cap_s=1", "eval.timing.warmup_ms=1", f"run.name=triton_{expected}",
-            cwd=tmp_path, env={"TRITON_INTERPRET": "1"},
+            "run",
+            "suite=kernelbench",
+            f"suite.path={suite}",
+            "method=directory",
+            f"method.directory.path={folder}",
+            "tracking=off",
+            "executor.env_passthrough=[TRITON_INTERPRET]",
+            "eval.timing.min_samples=5",
+            "eval.timing.time_cap_s=1",
+            "eval.timing.warmup_ms=1",
+            f"run.name=triton_{expected}",
+            cwd=tmp_path,
+            env={"TRITON_INTERPRET": "1"},
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
         (run_dir,) = (tmp_path / "runs").glob(f"*triton_{expected}*")

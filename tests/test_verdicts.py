@@ -29,8 +29,13 @@ CASES = {
         "runtime_error",
         "forward_failed",
     ),
+    # Hangs after starting a child process: the timeout must kill both.
     "8_hangs": (
-        HONEST_CANDIDATE.replace("return torch.clamp_min", "import time; time.sleep(3600); return torch.clamp_min"),
+        HONEST_CANDIDATE.replace(
+            "return torch.clamp_min",
+            "import subprocess, time\n        child = subprocess.Popen(['sleep', '3600'])\n"
+            "        open('child.pid', 'w').write(str(child.pid))\n        time.sleep(3600)\n        return torch.clamp_min",
+        ),
         "timeout",
         "wall_time",
     ),
@@ -119,14 +124,6 @@ def test_output_flood_is_capped(verdict_run):
 
 def test_timeout_leaves_no_process(verdict_run):
     run_dir, rows = verdict_run
-    job = run_dir / "jobs" / rows["8_hangs"]["eval_id"]
-    leftovers = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmdline = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
-            except OSError:
-                continue
-            if str(job) in cmdline:
-                leftovers.append(pid)
-    assert not leftovers
+    pid_file = run_dir / "jobs" / rows["8_hangs"]["eval_id"] / "out" / "child.pid"
+    pid = int(pid_file.read_text())
+    assert not os.path.exists(f"/proc/{pid}") or "Z" in open(f"/proc/{pid}/stat").read().split()[2]

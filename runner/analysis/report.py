@@ -40,6 +40,7 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
         lines.append(
             f"- wall time {manifest['wall_s']:.1f} s; measured time (timed regions, both sides) "
             f"{measured:.1f} s = {100 * measured / manifest['wall_s']:.1f}% of the wall time"
+            + (f"; compile warm-up {manifest['warmup_s']:.1f} s" if manifest.get("warmup_s") else "")
         )
     lines.append("")
     if frame.empty:

@@ -14,6 +14,7 @@ class ExecutorSettings:
     file_size_limit_bytes: int = 2 << 30
     env_passthrough: tuple[str, ...] = ()
     cache_dir: Path | None = None  # compile caches (inductor, triton) shared within a run
+    prestart: int = 0  # workers started ahead, waiting for their job (imports and CUDA init hidden)
 
 
 @dataclass
@@ -35,6 +36,9 @@ class Executor(Protocol):
 
     def environment(self) -> dict:
         """What the evaluations run in (``{"kind": "host"}`` or an image digest)."""
+
+    def own_pids(self) -> set[int]:
+        """Processes of this executor that may hold a GPU context between evaluations."""
 
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
         """Run the worker on ``job_dir`` (pinned to ``gpu``, a UUID or index, when given)."""

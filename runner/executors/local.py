@@ -5,16 +5,23 @@ nothing the candidate started outlives it), per-file size (RLIMIT_FSIZE), captur
 (stdout and stderr are drained and kept up to a cap, the rest counted and dropped). The
 child's environment is built from a short allow-list: API keys and tokens in the host's
 environment never reach candidate code. No network isolation: that needs the docker executor.
+
+Start-up is hidden by spares: with ``prestart=N`` the executor keeps N workers that have
+already imported torch (and initialised CUDA) waiting for a job path on stdin. Each process
+still serves exactly one evaluation; a spare never runs GPU work before it gets its job.
 """
 
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -34,6 +41,7 @@ _ALLOWED_ENV = (
     "OPENBLAS_CORETYPE",
     "OPENBLAS_L2_SIZE",
 )
+_LOGS = ("stdout.log", "stderr.log")
 
 
 class LocalExecutor:
@@ -41,79 +49,145 @@ class LocalExecutor:
 
     def __init__(self, settings: ExecutorSettings) -> None:
         self.settings = settings
+        self._spares: list[_Sandbox] = []
+        self._serial = itertools.count()
+        self._scratch: Path | None = None
 
     def environment(self) -> dict:
         return {
             "kind": "host",
             "executor": "local",
             "python": sys.executable,
+            "prestart": self.settings.prestart,
             "note": "host environment, not container",
         }
 
-    def close(self) -> None:
-        pass
+    def own_pids(self) -> set[int]:
+        return {spare.process.pid for spare in self._spares}
 
-    def child_env(self, job_dir: Path, gpu: str | None) -> dict[str, str]:
+    def close(self) -> None:
+        for spare in self._spares:
+            spare.discard()
+        self._spares.clear()
+
+    def child_env(self, home: Path, gpu: str | None) -> dict[str, str]:
         env = {key: os.environ[key] for key in _ALLOWED_ENV if key in os.environ}
         env.update({key: os.environ[key] for key in self.settings.env_passthrough if key in os.environ})
-        env["HOME"] = str(job_dir / OUT_DIR / "home")
+        env["HOME"] = str(home)
         env["PYTHONPATH"] = str(REPO_ROOT)
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONHASHSEED"] = "0"
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        if self.settings.cache_dir is not None:
-            env["TORCHINDUCTOR_CACHE_DIR"] = str(self.settings.cache_dir / "inductor")
-            env["TRITON_CACHE_DIR"] = str(self.settings.cache_dir / "triton")
+        cache = self._cache_dir()
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
+        env["TRITON_CACHE_DIR"] = str(cache / "triton")
         env["CUDA_VISIBLE_DEVICES"] = gpu if gpu is not None else ""
+        if gpu is not None:
+            env["KBENCH_CUDA_PREINIT"] = "1"
         return env
+
+    def _cache_dir(self) -> Path:
+        if self.settings.cache_dir is not None:
+            return self.settings.cache_dir
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="kbench-cache-"))
+        return self._scratch
+
+    def _new_sandbox(self, gpu: str | None) -> _Sandbox:
+        home = self._cache_dir() / "sandboxes" / f"{os.getpid()}-{next(self._serial)}"
+        home.mkdir(parents=True)
+        return _Sandbox(self.child_env(home, gpu), home, gpu, self.settings)
 
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
         job_dir = job_dir.resolve()
-        out_dir = job_dir / OUT_DIR
-        (out_dir / "home").mkdir(parents=True, exist_ok=True)
-        file_limit = self.settings.file_size_limit_bytes
+        sandbox = None
+        while self._spares and sandbox is None:
+            spare = self._spares.pop(0)
+            if spare.gpu == gpu and spare.alive():
+                sandbox = spare
+            else:
+                spare.discard()
+        if sandbox is None:
+            sandbox = self._new_sandbox(gpu)
+        # Start the next evaluations' processes now: their imports overlap this one's run.
+        while len(self._spares) < self.settings.prestart:
+            self._spares.append(self._new_sandbox(gpu))
+        return sandbox.run(job_dir)
+
+
+class _Sandbox:
+    """One worker process, started before its job is known and waiting for it on stdin."""
+
+    def __init__(self, env: dict[str, str], home: Path, gpu: str | None, settings: ExecutorSettings) -> None:
+        self.home, self.gpu, self.settings = home, gpu, settings
+        file_limit = settings.file_size_limit_bytes
 
         def limit_child() -> None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             _die_with_parent()
 
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            [sys.executable, "-m", "runner.worker", str(job_dir)],
-            cwd=out_dir,
-            env=self.child_env(job_dir, gpu),
-            stdin=subprocess.DEVNULL,
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "runner.worker", "--wait"],
+            cwd=home,
+            env=env,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
             preexec_fn=limit_child,
         )
-        drains = [
-            _Drain(process.stdout, out_dir / "stdout.log", self.settings.output_limit_bytes),
-            _Drain(process.stderr, out_dir / "stderr.log", self.settings.output_limit_bytes),
+        self.drains = [
+            _Drain(pipe, home / name, settings.output_limit_bytes)
+            for pipe, name in zip((self.process.stdout, self.process.stderr), _LOGS)
         ]
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def discard(self) -> None:
+        _kill_group(self.process.pid)
+        self.process.wait()
+        self._join_drains()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    def run(self, job_dir: Path) -> ExecutionOutcome:
+        started = time.perf_counter()
+        try:
+            self.process.stdin.write(f"{job_dir}\n".encode())
+            self.process.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass  # it died while waiting: the outcome below says how
         timed_out = False
         try:
-            process.wait(timeout=self.settings.timeout_s)
+            self.process.wait(timeout=self.settings.timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:
-            _kill_group(process.pid)
-            process.wait()
-        for drain in drains:
-            # A process that left the group (setsid) may still hold the pipe: do not wait on it.
-            drain.join(timeout=5)
-        code = process.returncode
+            _kill_group(self.process.pid)
+            self.process.wait()
+        self._join_drains()
+        out_dir = job_dir / OUT_DIR
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name in _LOGS:
+            if (self.home / name).exists():
+                shutil.move(str(self.home / name), out_dir / name)
+        shutil.rmtree(self.home, ignore_errors=True)
+        code = self.process.returncode
         return ExecutionOutcome(
             exit_code=code if code is not None and code >= 0 else None,
             signal=-code if code is not None and code < 0 else None,
             timed_out=timed_out,
             wall_s=time.perf_counter() - started,
-            stdout_bytes=drains[0].total,
-            stderr_bytes=drains[1].total,
-            output_truncated=any(d.total > d.kept for d in drains),
+            stdout_bytes=self.drains[0].total,
+            stderr_bytes=self.drains[1].total,
+            output_truncated=any(d.total > d.kept for d in self.drains),
         )
+
+    def _join_drains(self) -> None:
+        for drain in self.drains:
+            # A process that left the group (setsid) may still hold the pipe: do not wait on it.
+            drain.join(timeout=5)
 
 
 def _die_with_parent() -> None:

@@ -101,23 +101,34 @@ class GateOutcome:
     problems: list[str]
 
 
-def health_gate(index: int, max_temperature_c: int | None, cooldown_limit_s: float = 120.0) -> GateOutcome:
-    """Wait (up to a limit) for the GPU to be cool and unthrottled with no foreign processes."""
+def health_gate(
+    index: int, max_temperature_c: int | None, own_pids: set[int] = frozenset(), cooldown_limit_s: float = 120.0
+) -> GateOutcome:
+    """Wait (up to a limit) for the GPU to be cool and unthrottled; note foreign processes.
+
+    Temperature and power/thermal throttling are waited out, since they pass. Foreign compute
+    processes are recorded, not waited for: another tenant does not leave on its own schedule.
+    """
     started = time.monotonic()
     while True:
         reading = read_gpu(index)
         if not reading.get("available"):
             return GateOutcome(False, 0.0, reading, [reading.get("why", "NVML not available")])
-        problems = []
+        passing = []
         temperature = reading["temperature_c"]
         if max_temperature_c is not None and isinstance(temperature, int) and temperature > max_temperature_c:
-            problems.append(f"temperature {temperature} C > {max_temperature_c} C")
+            passing.append(f"temperature {temperature} C > {max_temperature_c} C")
         mask = reading["throttle_mask"]
         if isinstance(mask, int) and mask & HARMFUL_THROTTLE:
-            problems.append("throttled: " + ", ".join(throttle_names(mask & HARMFUL_THROTTLE)))
-        if isinstance(reading["compute_processes"], list) and reading["compute_processes"]:
-            problems.append(f"foreign compute processes {reading['compute_processes']}")
+            passing.append("throttled: " + ", ".join(throttle_names(mask & HARMFUL_THROTTLE)))
         waited = time.monotonic() - started
-        if not problems or waited >= cooldown_limit_s:
-            return GateOutcome(not problems, waited, reading, problems)
+        if not passing or waited >= cooldown_limit_s:
+            break
         time.sleep(2.0)
+    problems = list(passing)
+    processes = reading["compute_processes"]
+    if isinstance(processes, list):
+        foreign = [pid for pid in processes if pid not in own_pids]
+        if foreign:
+            problems.append(f"foreign compute processes {foreign}")
+    return GateOutcome(not problems, waited, reading, problems)

@@ -98,8 +98,7 @@ def _compare_one(ref, got, tolerance: dict | None) -> Comparison:
     if mismatched:
         return Comparison(
             False,
-            f"{mismatched} of {ref.numel()} elements outside atol={atol:g} rtol={rtol:g} "
-            f"(max abs error {max_abs:.3g})",
+            f"{mismatched} of {ref.numel()} elements outside atol={atol:g} rtol={rtol:g} (max abs error {max_abs:.3g})",
             max_abs,
             max_rel,
             mismatched,

@@ -11,6 +11,7 @@ atomically; a ``stage`` marker lets the orchestrator say where a crashed worker 
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -49,17 +50,50 @@ class _Stop(Exception):
 
 
 def main(argv: list[str]) -> int:
+    """``JOB_DIR``, or ``--wait``: start now (imports, CUDA context), read JOB_DIR from stdin later."""
+    if argv == ["--wait"]:
+        if os.environ.get("KBENCH_CUDA_PREINIT") == "1" and torch.cuda.is_available():
+            torch.cuda.init()
+            torch.empty(1, device="cuda:0")  # creates the context now rather than inside the timed job
+        line = sys.stdin.readline().strip()
+        if not line:
+            return 4  # dismissed without a job
+        argv = [line]
     if len(argv) != 1:
-        print("usage: python -m runner.worker JOB_DIR", file=sys.stderr)
+        print("usage: python -m runner.worker JOB_DIR | --wait", file=sys.stderr)
         return 2
-    job_dir = Path(argv[0])
+    job_dir = Path(argv[0]).resolve()
     try:
         job = read_job(job_dir)
     except ProtocolError as exc:
         print(f"kbench worker: {exc}", file=sys.stderr)
         return 3
+    os.chdir(job_dir / OUT_DIR)
+    if job.get("mode") == "warmup":
+        return warm_up(job, job_dir)
     result = evaluate(job, job_dir)
     write_json_atomic(job_dir / OUT_DIR / RESULT_FILE, result.to_dict())
+    return 0
+
+
+def warm_up(job: dict, job_dir: Path) -> int:
+    """Run the candidate once per checked shape so compile caches (inductor, Triton) are warm.
+
+    Nothing is judged or kept: the measured evaluation later runs from scratch in a fresh
+    process and only finds its compiled kernels on disk instead of compiling them.
+    """
+    device = torch.device(job["device"])
+    task = job["task"]
+    seed = int(job["seed"])
+    reference_module = import_file(job_dir / TASK_FILE, "kbench_task")
+    candidate_module = import_file(job_dir / CANDIDATE_FILE, "kbench_candidate")
+    with torch.no_grad():
+        for shape_name in job["check_shapes"]:
+            dims = task["shapes"][shape_name]
+            model = build_model(candidate_module.ModelNew, reference_module, dims, device, seed)
+            model(*make_inputs(reference_module, dims, device, _trial_seed(seed, 0)))
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
     return 0
 
 
