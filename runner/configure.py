@@ -16,7 +16,13 @@ from runner.orchestrator import RunSettings
 from runner.paths import CONF_DIR
 
 # Keys that change how a run is driven, not what it measures: left out of the config hash.
-VOLATILE_KEYS = (("run", "resume"), ("run", "progress"))
+VOLATILE_KEYS = (
+    ("run", "resume"),
+    ("run", "progress"),
+    ("executor", "prestart"),
+    ("executor", "warmup_workers"),
+    ("executor", "timeout_s"),
+)
 
 
 class ConfigError(ValueError):

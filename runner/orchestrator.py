@@ -84,9 +84,10 @@ class RunSettings:
 
 
 def plan(tasks: list[Task], settings: RunSettings) -> list[Evaluation]:
+    """Method-major: the whole suite for the first method (``reference``, the sanity check, first), then the next."""
     evaluations = []
-    for task in tasks:
-        for method_name, options in settings.methods.items():
+    for method_name, options in settings.methods.items():
+        for task in tasks:
             produce = METHODS.get(options["kind"])
             try:
                 candidate = produce(task, options)
@@ -240,6 +241,9 @@ class Orchestrator:
             return index, reading["uuid"], f"gpu-{reading['uuid']}", reading
         return index, str(index), f"gpu-index-{index}", reading
 
+    def _warmup_chunk(self) -> int:
+        return max(1, 4 * self.settings.warmup_workers)
+
     def _warm_up(self, todo: list[Evaluation]) -> None:
         """Compile warm-up: run non-reference candidates once, in parallel, to fill the compile caches.
 
@@ -262,10 +266,11 @@ class Orchestrator:
                     pool.map(lambda e: self.warmup_executor.run(self._prepare_job(e, root, "warmup"), gpu_id), targets)
                 )
         shutil.rmtree(root, ignore_errors=True)
-        self.warmup_s = time.perf_counter() - started
+        elapsed = time.perf_counter() - started
+        self.warmup_s += elapsed
         failed = sum(1 for outcome in outcomes if outcome.exit_code != 0)
         self.console.print(
-            f"compile warm-up done in {self.warmup_s:.0f} s ({failed} candidates failed there; their evaluations say why)"
+            f"compile warm-up done in {elapsed:.0f} s ({failed} failed there; their evaluations say why)"
         )
 
     def _waiting(self, holder: dict) -> None:
@@ -318,9 +323,11 @@ class Orchestrator:
         if done:
             self.console.print(f"resuming: {done} of {len(evaluations)} evaluations already done")
         self._log_unlogged(evaluations, state, parent_run_id)
-        self._warm_up(todo)
         with RunProgress(len(evaluations), done, self.console, enabled=self.settings.progress) as progress:
-            for evaluation in todo:
+            for position, evaluation in enumerate(todo):
+                if position % self._warmup_chunk() == 0:
+                    # Warm the next chunk only: a run stopped midway loses at most one chunk of warm-up.
+                    self._warm_up(todo[position : position + self._warmup_chunk()])
                 label = f"{evaluation.method} · {evaluation.task.task_id}"
                 progress.working_on(label)
                 job_dir, result = self._execute(evaluation)
