@@ -113,6 +113,7 @@ def command_run(overrides: list[str], console: Console) -> int:
                 file_size_limit_bytes=cfg.executor.file_size_limit_mb << 20,
                 env_passthrough=tuple(cfg.executor.env_passthrough),
                 prestart=cfg.executor.prestart,
+                compile_threads=cfg.executor.compile_threads,
             ),
         )
     except (ConfigError, TaskError, UnknownName) as exc:

@@ -85,6 +85,7 @@ class ExecutorConfig:
     timeout_s: float = 600.0
     output_limit_mb: int = 64
     prestart: int = 2
+    compile_threads: int = 1
     warmup_workers: int = 0
     file_size_limit_mb: int = 2048
     env_passthrough: list[str] = field(default_factory=list)

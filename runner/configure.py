@@ -21,6 +21,7 @@ VOLATILE_KEYS = (
     ("run", "progress"),
     ("executor", "prestart"),
     ("executor", "warmup_workers"),
+    ("executor", "compile_threads"),
     ("executor", "timeout_s"),
 )
 

@@ -14,6 +14,7 @@ class ExecutorSettings:
     file_size_limit_bytes: int = 2 << 30
     env_passthrough: tuple[str, ...] = ()
     cache_dir: Path | None = None  # compile caches (inductor, triton) shared within a run
+    compile_threads: int = 1  # TORCHINDUCTOR_COMPILE_THREADS inside the sandbox
     prestart: int = 0  # workers started ahead, waiting for their job (imports and CUDA init hidden)
 
 

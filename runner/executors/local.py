@@ -81,6 +81,9 @@ class LocalExecutor:
         cache = self._cache_dir()
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
         env["TRITON_CACHE_DIR"] = str(cache / "triton")
+        # One compile thread per sandbox: parallelism comes from the warm-up workers, and a
+        # per-process compile pool costs seconds to start even when every kernel is cached.
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = str(self.settings.compile_threads)
         env["CUDA_VISIBLE_DEVICES"] = gpu if gpu is not None else ""
         if gpu is not None:
             env["KBENCH_CUDA_PREINIT"] = "1"

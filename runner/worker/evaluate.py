@@ -70,10 +70,16 @@ def main(argv: list[str]) -> int:
         return 3
     os.chdir(job_dir / OUT_DIR)
     if job.get("mode") == "warmup":
-        return warm_up(job, job_dir)
-    result = evaluate(job, job_dir)
-    write_json_atomic(job_dir / OUT_DIR / RESULT_FILE, result.to_dict())
-    return 0
+        code = warm_up(job, job_dir)
+    else:
+        result = evaluate(job, job_dir)
+        write_json_atomic(job_dir / OUT_DIR / RESULT_FILE, result.to_dict())
+        code = 0
+    # The result is on disk (fsynced). Skip interpreter teardown: with torch.compile's worker pools
+    # and a CUDA context it takes seconds and can hang, and nothing after this point matters.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def warm_up(job: dict, job_dir: Path) -> int:
