@@ -14,7 +14,6 @@ still serves exactly one evaluation; a spare never runs GPU work before it gets 
 from __future__ import annotations
 
 import ctypes
-import itertools
 import os
 import resource
 import shutil
@@ -50,7 +49,6 @@ class LocalExecutor:
     def __init__(self, settings: ExecutorSettings) -> None:
         self.settings = settings
         self._spares: list[_Sandbox] = []
-        self._serial = itertools.count()
         self._scratch: Path | None = None
 
     def environment(self) -> dict:
@@ -97,8 +95,9 @@ class LocalExecutor:
         return self._scratch
 
     def _new_sandbox(self, gpu: str | None) -> _Sandbox:
-        home = self._cache_dir() / "sandboxes" / f"{os.getpid()}-{next(self._serial)}"
-        home.mkdir(parents=True)
+        sandboxes = self._cache_dir() / "sandboxes"
+        sandboxes.mkdir(parents=True, exist_ok=True)
+        home = Path(tempfile.mkdtemp(prefix="sandbox-", dir=sandboxes))
         return _Sandbox(self.child_env(home, gpu), home, gpu, self.settings)
 
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
