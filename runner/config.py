@@ -13,6 +13,8 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
+from runner.worker.protocol import TimingSettings
+
 
 class DeviceKind(str, Enum):
     cpu = "cpu"
@@ -99,15 +101,8 @@ class TrackingConfig:
 
 
 @dataclass
-class TimingConfig:
+class TimingConfig(TimingSettings):
     enabled: bool = True
-    min_samples: int = 100
-    max_samples: int = 5000
-    target_noise: float = 0.005
-    time_cap_s: float = 10.0
-    batch: int = 20
-    warmup_ms: float = 25.0
-    cold: bool = True
 
 
 @dataclass

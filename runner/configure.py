@@ -92,7 +92,7 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         executor=cfg.executor.kind.value,
         seed=cfg.eval.seed,
         trials=cfg.eval.trials,
-        timing={**timing, "seed": cfg.eval.seed} if enabled else None,
+        timing=timing if enabled else None,
         progress=cfg.run.progress,
         warmup_workers=cfg.executor.warmup_workers,
     )

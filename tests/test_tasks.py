@@ -90,3 +90,16 @@ def test_formulas_are_arithmetic_only():
 def test_task_validates_on_cpu(task):
     outcome = validate_task(task, device="cpu")
     assert outcome.ok, outcome.failures
+
+
+def test_scalar_output_task_is_not_called_constant(tmp_path: Path):
+    """Regression: the 'constant' cheat used the output's own mean, so every scalar loss failed."""
+    folder = tmp_path / "loss"
+    folder.mkdir()
+    source = (TASKS_DIR / "activation" / "gelu_tanh.py").read_text()
+    source = source.replace('"category": "activation"', '"category": "loss"').replace(
+        'return torch.nn.functional.gelu(x, approximate="tanh")', "return (x * x).mean()"
+    )
+    (folder / "mean_square.py").write_text(source)
+    outcome = validate_task(read_native_task(folder / "mean_square.py"))
+    assert outcome.ok, outcome.failures

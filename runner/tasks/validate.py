@@ -104,7 +104,7 @@ def _validate_shape(task: Task, module, shape_name: str, dev: torch.device, repo
             tensor.copy_(saved)
         if compare_outputs(out_a, moved, tol).ok:
             fail(f"{shape_name}: output does not depend on parameter {name}")
-    for label, fake in _degenerate_candidates(out_a, inputs_a):
+    for label, fake in _degenerate_candidates(out_a, out_b, inputs_a):
         if compare_outputs(out_a, fake, tol).ok:
             fail(f"{shape_name}: the degenerate candidate '{label}' passes")
     if task.dtype == "float32":
@@ -134,16 +134,34 @@ def _floating_state(model) -> list[tuple[str, torch.Tensor]]:
     return [(name, t) for name, t in state if t.is_floating_point() and t.numel() > 0]
 
 
-def _degenerate_candidates(outputs: list, inputs: list):
+def _degenerate_candidates(outputs: list, other_outputs: list, inputs: list):
+    """Cheats that must fail. The constant is the mean of the output for *other* inputs: a
+    fixed value a lazy candidate could hard-code (for a scalar output, the mean of this
+    output would be the output itself)."""
+
     def each(make):
         return [make(o) if isinstance(o, torch.Tensor) else o for o in outputs]
 
+    def constant(o, other):
+        mean = other.double().nan_to_num().mean()
+        return torch.full_like(o, float(mean) if o.is_floating_point() else int(mean))
+
     yield "zeros", each(torch.zeros_like)
-    yield "constant", each(
-        lambda o: torch.full_like(o, float(o.double().nan_to_num().mean()) if o.is_floating_point() else int(o.double().mean()))
+    yield (
+        "constant",
+        [constant(o, other) if isinstance(o, torch.Tensor) else o for o, other in zip(outputs, other_outputs)],
     )
-    yield "random", each(
-        lambda o: torch.randn_like(o) if o.is_floating_point() else torch.randint_like(o, -3, 4) if o.dtype != torch.bool else torch.rand(o.shape, device=o.device) > 0.5
+    yield (
+        "random",
+        each(
+            lambda o: (
+                torch.randn_like(o)
+                if o.is_floating_point()
+                else torch.randint_like(o, -3, 4)
+                if o.dtype != torch.bool
+                else torch.rand(o.shape, device=o.device) > 0.5
+            )
+        ),
     )
     first = next((x for x in inputs if isinstance(x, torch.Tensor)), None)
     if first is not None and len(outputs) == 1 and isinstance(outputs[0], torch.Tensor):

@@ -31,12 +31,13 @@ from runner.worker.protocol import (
     TASK_FILE,
     ProtocolError,
     Result,
+    TimingSettings,
     Trial,
     Verdict,
     read_job,
     write_json_atomic,
 )
-from runner.worker.timing import TimingSettings, measure_pair
+from runner.worker.timing import measure_pair
 
 _COMPILE_ERROR_TYPES = ("CompilationError", "BackendCompilerFailed", "InductorError", "CompileError")
 
@@ -210,7 +211,7 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
     settings = TimingSettings(**job["timing"])
     try:
         timing, raw = measure_pair(
-            lambda: reference(*inputs), lambda: candidate(*inputs), device, settings, timed_shape
+            lambda: reference(*inputs), lambda: candidate(*inputs), device, settings, timed_shape, seed
         )
     except Exception as exc:
         raise _Stop(_failure("runtime_error", "timing_failed", exc, "timing")) from None

@@ -42,6 +42,19 @@ class ProtocolError(RuntimeError):
 
 
 @dataclass
+class TimingSettings:
+    """How the worker samples; the config's ``eval.timing`` extends it with an on/off switch."""
+
+    min_samples: int = 100
+    max_samples: int = 5000
+    target_noise: float = 0.005
+    time_cap_s: float = 10.0
+    batch: int = 20
+    warmup_ms: float = 25.0
+    cold: bool = True
+
+
+@dataclass
 class Verdict:
     """What happened to the candidate. ``reason`` and ``message`` explain every non-correct status."""
 

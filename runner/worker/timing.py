@@ -15,29 +15,19 @@ import math
 import random
 import statistics
 import time
-from dataclasses import dataclass
 
 import torch
 
-from runner.worker.protocol import Timing, TimingSummary
-
-
-@dataclass
-class TimingSettings:
-    min_samples: int = 100
-    max_samples: int = 5000
-    target_noise: float = 0.005
-    time_cap_s: float = 10.0
-    batch: int = 20
-    warmup_ms: float = 25.0
-    cold: bool = True
-    seed: int = 0
+from runner.worker.protocol import Timing, TimingSettings, TimingSummary
 
 
 def measure_pair(
-    reference, candidate, device: torch.device, settings: TimingSettings, shape: str
+    reference, candidate, device: torch.device, settings: TimingSettings, shape: str, seed: int
 ) -> tuple[Timing, dict]:
-    """Time ``reference`` and ``candidate`` (zero-argument closures); return summary and raw samples."""
+    """Time ``reference`` and ``candidate`` (zero-argument closures); return summary and raw samples.
+
+    ``seed`` drives the random interleaving order, so a rerun samples in the same order.
+    """
     if device.type == "cuda":
         sampler = _CudaSampler(device, settings.cold)
     else:
@@ -45,7 +35,7 @@ def measure_pair(
     started = time.perf_counter()
     _warm_up(reference, sampler, settings.warmup_ms)
     _warm_up(candidate, sampler, settings.warmup_ms)
-    rng = random.Random(settings.seed)
+    rng = random.Random(seed)
     samples = {"reference": [], "candidate": []}
     order_log = []
     stop_reason = "max_samples"

@@ -1,0 +1,52 @@
+"""Pre-started workers and the compile warm-up pass: same verdicts, nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.conftest import HONEST_CANDIDATE, kbench, make_kernelbench_dir, write_candidates
+
+NAMES = ["1_a", "2_b", "3_c"]
+
+
+def _processes_under(root: Path) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if cwd.startswith(str(root)):
+            found.append(int(pid))
+    return found
+
+
+def test_prestart_and_warmup(tmp_path: Path):
+    suite = make_kernelbench_dir(tmp_path / "kb", NAMES)
+    cands = write_candidates(tmp_path / "cands", {name: HONEST_CANDIDATE for name in NAMES})
+    proc = kbench(
+        "run",
+        "suite=kernelbench",
+        f"suite.path={suite}",
+        "method=[reference,directory]",
+        f"method.directory.path={cands}",
+        "tracking=off",
+        "executor.prestart=2",
+        "executor.warmup_workers=2",
+        "eval.timing.min_samples=5",
+        "eval.timing.time_cap_s=1",
+        "eval.timing.warmup_ms=1",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "compile warm-up: 3 candidates" in proc.stdout
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 6 and all(row["verdict"] == "correct" for row in rows)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["warmup_s"] > 0
+    assert not (run_dir / "warmup").exists()
+    assert not list((run_dir / "cache" / "sandboxes").iterdir())
+    assert not _processes_under(tmp_path)
