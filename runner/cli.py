@@ -13,7 +13,7 @@ import signal
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -44,7 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     validate = tasks_sub.add_parser("validate", help="prove tasks are not degenerate")
     validate.add_argument("--suite", default="full")
     validate.add_argument("--category")
-    validate.add_argument("--device", default="cpu")
+    validate.add_argument(
+        "--device", default="cpu", help="cpu (small shapes) or cuda (every shape, eager time, memory)"
+    )
+    validate.add_argument("--json", help="also write every task's outcome to this JSON file")
     sub.add_parser("doctor", help="show what kbench sees: packages, GPU, NVML")
     args = parser.parse_args(argv)
     console = Console(stderr=False)
@@ -276,15 +279,27 @@ def command_tasks(args, console: Console) -> int:
     from runner.tasks.validate import validate_task
 
     started = time.perf_counter()
-    failed = 0
+    outcomes = []
     for task in tasks:
         outcome = validate_task(task, device=args.device)
+        outcomes.append(outcome)
         peak = f" peak {outcome.peak_bytes / 2**30:.2f} GiB" if outcome.peak_bytes else ""
-        console.print(f"{'ok  ' if outcome.ok else '[red]FAIL[/]'} {task.task_id} ({outcome.seconds:.2f}s{peak})")
+        eager = "".join(f" {shape} {ms:.3f} ms" for shape, ms in outcome.eager_ms.items())
+        console.print(
+            f"{'ok  ' if outcome.ok else '[red]FAIL[/]'} {task.task_id} ({outcome.seconds:.2f}s{peak}{eager})"
+        )
         for failure in outcome.failures:
             console.print(f"      - {failure}")
-        failed += not outcome.ok
+    failed = sum(not outcome.ok for outcome in outcomes)
     console.print(f"{len(tasks) - failed} of {len(tasks)} tasks pass ({time.perf_counter() - started:.1f}s)")
+    eager = sorted(ms for outcome in outcomes for ms in outcome.eager_ms.values())
+    if eager:
+        console.print(
+            f"eager time of the performance shapes: min {eager[0]:.3f} ms, median {eager[len(eager) // 2]:.3f} ms, "
+            f"max {eager[-1]:.3f} ms; peak memory max {max(o.peak_bytes or 0 for o in outcomes) / 2**30:.2f} GiB"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps([asdict(outcome) for outcome in outcomes], indent=1))
     return 1 if failed else 0
 
 

@@ -32,3 +32,12 @@ def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
         assert 0.9 < result["timing"]["speedup"] < 1.1
         assert result["environment"]["gpu_before"]["available"] is True
         assert result["environment"]["gpu_uuid"] if "gpu_uuid" in result["environment"] else True
+
+
+def test_validator_measures_perf_shapes_on_gpu(tmp_path):
+    proc = kbench(
+        "tasks", "validate", "--suite", "smoke", "--device", "cuda", "--json", str(tmp_path / "v.json"), cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    outcomes = json.loads((tmp_path / "v.json").read_text())
+    assert all(o["eager_ms"].get("perf", 0) > 0 and o["peak_bytes"] for o in outcomes)

@@ -28,7 +28,7 @@ DEFAULT_TOLERANCE = {
 }
 
 _REQUIRED_KEYS = {"category", "level", "dtype", "shapes", "flops", "bytes"}
-_OPTIONAL_KEYS = {"tolerance", "tags", "source", "description"}
+_OPTIONAL_KEYS = {"tolerance", "tags", "source", "description", "window_exception"}
 
 
 class TaskError(ValueError):
@@ -50,6 +50,7 @@ class Task:
     tolerance: dict[str, float] | None
     tags: tuple[str, ...] = field(default_factory=tuple)
     source: str = ""
+    window_exception: str = ""  # why the performance shape may lie outside the eager-time window
     content_hash: str = ""
     layout: str = "native"
 
@@ -98,6 +99,7 @@ def read_native_task(path: Path) -> Task:
         tolerance=dict(tolerance) if tolerance else None,
         tags=tuple(meta.get("tags", ())),
         source=meta.get("source", ""),
+        window_exception=meta.get("window_exception", ""),
         content_hash=content_hash(path),
     )
 

@@ -5,6 +5,9 @@ the output depends on every input and every parameter; it is not near-constant a
 seeds; degenerate candidates (zeros, a constant, the first input, random values, and for
 fp32 tasks the reference computed in bf16) fail the correctness comparison; integer
 outputs keep an integer dtype; the small shape runs on a CPU in well under a second.
+On a GPU it also measures each performance shape's eager time and peak memory, which must
+lie inside the suite's window (0.5-20 ms, under 24 GB with room for a candidate) unless the
+task states why not (``window_exception`` in its metadata).
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from runner.worker.compare import compare_outputs
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
 
 SMALL_SHAPE_SECONDS = 1.0
+EAGER_WINDOW_MS = (0.5, 20.0)
+# A 24 GB card must hold the reference's peak plus a candidate's: half of it for the reference.
+PEAK_LIMIT_BYTES = 12 << 30
 _SEED_A, _SEED_B = 1234, 98765
 
 
@@ -29,6 +35,7 @@ class TaskValidation:
     failures: list[str] = field(default_factory=list)
     seconds: float = 0.0
     peak_bytes: int | None = None
+    eager_ms: dict[str, float] = field(default_factory=dict)  # GPU: median eager time per shape
 
     @property
     def ok(self) -> bool:
@@ -52,10 +59,41 @@ def validate_task(task: Task, device: str = "cpu", shapes: list[str] | None = No
             continue
         try:
             _validate_shape(task, module, shape_name, dev, report)
+            if dev.type == "cuda" and shape_name != "small":
+                _check_window(task, module, shape_name, dev, report)
         except Exception as exc:
             report.failures.append(f"{shape_name}: {type(exc).__name__}: {exc}")
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _check_window(task: Task, module, shape_name: str, dev: torch.device, report: TaskValidation) -> None:
+    """Eager time (median of 20 after 5 warm-ups, CUDA events, L2 not flushed) and peak memory."""
+    dims = task.shapes[shape_name]
+    model = build_model(module.Model, module, dims, dev, 0)
+    inputs = make_inputs(module, dims, dev, _SEED_A)
+    times = []
+    with torch.no_grad():
+        for step in range(25):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            model(*inputs)
+            end.record()
+            torch.cuda.synchronize(dev)
+            if step >= 5:
+                times.append(start.elapsed_time(end))
+    times.sort()
+    report.eager_ms[shape_name] = times[len(times) // 2]
+    if task.window_exception:
+        return
+    low, high = EAGER_WINDOW_MS
+    if not low <= report.eager_ms[shape_name] <= high:
+        report.failures.append(
+            f"{shape_name}: eager {report.eager_ms[shape_name]:.3f} ms outside {low}-{high} ms "
+            "(or state a window_exception)"
+        )
+    if report.peak_bytes and report.peak_bytes > PEAK_LIMIT_BYTES:
+        report.failures.append(f"{shape_name}: peak memory {report.peak_bytes / 2**30:.1f} GiB over {PEAK_LIMIT_BYTES >> 30} GiB")
 
 
 def _run(module, dims, dev, seed_inputs, seed_model=0, inputs=None, model=None):
