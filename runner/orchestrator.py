@@ -124,6 +124,7 @@ class Orchestrator:
         self.git_commit = git_commit
         self.warmup_executor = warmup_executor
         self.warmup_s = 0.0
+        self._last_holder = None
         self.run_dir = run_dir
         self.executor = executor
         self.sink = sink
@@ -274,6 +275,11 @@ class Orchestrator:
         )
 
     def _waiting(self, holder: dict) -> None:
+        """Say once per holder (not once per poll) whom this run waits for."""
+        key = (holder.get("pid"), holder.get("run"))
+        if key == self._last_holder:
+            return
+        self._last_holder = key
         self.console.print(
             f"waiting for the device lock, held by pid {holder.get('pid', '?')} "
             f"on {holder.get('host', '?')} for run {holder.get('run', '?')}"
