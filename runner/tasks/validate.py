@@ -4,7 +4,8 @@ For each shape it checks, on the given device: the reference is deterministic fo
 the output depends on every input and every parameter; it is not near-constant across
 seeds; degenerate candidates (zeros, a constant, the first input, random values, and for
 fp32 tasks the reference computed in bf16) fail the correctness comparison; integer
-outputs keep an integer dtype; the small shape runs on a CPU in well under a second.
+outputs keep an integer dtype; the reference passes the worker's integrity checks (no
+aliasing, mutation or caching); the small shape runs on a CPU in well under a second.
 On a GPU it also measures each performance shape's eager time and peak memory, which must
 lie inside the suite's window (0.5-20 ms, under 24 GB with room for a candidate) unless the
 task states why not (``window_exception`` in its metadata).
@@ -20,6 +21,7 @@ import torch
 
 from runner.tasks.model import Task
 from runner.worker.compare import compare_outputs
+from runner.worker.integrity import call_violation, snapshot_inputs
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
 
 SMALL_SHAPE_SECONDS = 1.0
@@ -119,6 +121,14 @@ def _validate_shape(task: Task, module, shape_name: str, dev: torch.device, repo
         report.peak_bytes = max(report.peak_bytes or 0, torch.cuda.max_memory_allocated(dev))
     if shape_name == "small" and dev.type == "cpu" and elapsed > SMALL_SHAPE_SECONDS:
         fail(f"small: {elapsed:.2f}s on the CPU (limit {SMALL_SHAPE_SECONDS}s)")
+    # The reference itself must not alias, mutate or cache: the corpus flags exactly that in candidates.
+    probe_inputs = make_inputs(module, dims, dev, _SEED_A)
+    snapshots = snapshot_inputs(probe_inputs)
+    with torch.no_grad():
+        probe_outputs = as_output_list(model(*probe_inputs))
+    violation = call_violation(probe_inputs, snapshots, probe_outputs, out_a)
+    if violation is not None:
+        fail(f"{shape_name}: the reference itself fails an integrity check ({violation[0]}: {violation[1]})")
     again, _, _ = _run(module, dims, dev, _SEED_A)
     if not _same(out_a, again):
         fail(f"{shape_name}: not deterministic for a fixed seed")

@@ -21,6 +21,13 @@ import torch
 
 from runner.worker.compare import compare_outputs
 from runner.worker.environment import worker_environment
+from runner.worker.integrity import (
+    call_violation,
+    changed_flags,
+    numerics_flags,
+    restore_numerics_flags,
+    snapshot_inputs,
+)
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
 from runner.worker.protocol import (
     CANDIDATE_FILE,
@@ -150,6 +157,7 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
         del model
 
     clock.mark("import_candidate")
+    flags_before = numerics_flags()
     try:
         candidate_module = import_file(job_dir / CANDIDATE_FILE, "kbench_candidate")
     except BaseException as exc:  # whatever the candidate raises at import is its failure
@@ -159,6 +167,10 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
     model_class = getattr(candidate_module, "ModelNew", None)
     if model_class is None:
         raise _Stop(Verdict("compile_error", "no_model_new", "the candidate defines no ModelNew", "import_candidate"))
+    changed = changed_flags(flags_before, numerics_flags())
+    if changed:
+        restore_numerics_flags(flags_before)
+        raise _Stop(Verdict("integrity_violation", "numerics_flags_changed", "; ".join(changed), "import_candidate"))
 
     clock.mark("correctness")
     for shape_name, dims in shapes.items():
@@ -166,9 +178,11 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
             candidate = build_model(model_class, reference_module, dims, device, seed)
         except Exception as exc:
             raise _Stop(_failure("runtime_error", "init_failed", exc, "correctness")) from None
+        previous_outputs: list = []
         for trial in range(trials):
             trial_seed = _trial_seed(seed, trial)
             inputs = make_inputs(reference_module, dims, device, trial_seed)
+            snapshots = snapshot_inputs(inputs)
             try:
                 outputs = as_output_list(candidate(*inputs))
                 if device.type == "cuda":
@@ -176,6 +190,15 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
             except Exception as exc:
                 status = "compile_error" if _is_compile_error(exc) else "runtime_error"
                 raise _Stop(_failure(status, "forward_failed", exc, "correctness")) from None
+            violation = call_violation(inputs, snapshots, outputs, previous_outputs)
+            if violation is not None:
+                reason, evidence = violation
+                raise _Stop(
+                    Verdict(
+                        "integrity_violation", reason, f"shape {shape_name}, trial {trial}: {evidence}", "correctness"
+                    )
+                )
+            previous_outputs = outputs  # held, so a fresh output cannot legitimately reuse its memory
             comparison = compare_outputs(expected[(shape_name, trial)], outputs, tolerance)
             result.trials.append(
                 Trial(

@@ -1,0 +1,15 @@
+# expect: integrity_violation numerics_flags_changed
+# Turns on TF32 matmuls for the whole process at import: an fp32 task quietly run at lower precision.
+import torch
+import torch.nn as nn
+
+torch.backends.cuda.matmul.allow_tf32 = True
+
+
+class ModelNew(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.linear = nn.Linear(features, features)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x))

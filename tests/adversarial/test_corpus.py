@@ -1,0 +1,61 @@
+"""The adversarial corpus: every hostile candidate in ``cases/`` ends as its expected verdict.
+
+Each case file states ``# expect: <verdict> [<reason>]`` on its first line. One real
+``kbench run`` (local executor, directory method) evaluates them all against the same small
+task, on the CPU; positive controls must stay ``correct``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import kbench, make_kernelbench_dir
+
+CASES_DIR = Path(__file__).parent / "cases"
+CASES = sorted(CASES_DIR.glob("*.py"))
+
+
+def _expected(path: Path) -> tuple[str, str]:
+    words = path.read_text().splitlines()[0].removeprefix("# expect:").split()
+    return words[0], words[1] if len(words) > 1 else ""
+
+
+@pytest.fixture(scope="module")
+def corpus_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("corpus")
+    names = [f"{i}_{path.stem}" for i, path in enumerate(CASES, 1)]
+    suite = make_kernelbench_dir(tmp / "kb", names)
+    cands = tmp / "cands" / "level1"
+    cands.mkdir(parents=True)
+    for name, path in zip(names, CASES):
+        (cands / f"{name}.py").write_text(path.read_text())
+    proc = kbench(
+        "run",
+        "suite=kernelbench",
+        f"suite.path={suite}",
+        "method=directory",
+        f"method.directory.path={tmp / 'cands'}",
+        "tracking=off",
+        "run.name=corpus",
+        "eval.timing.min_samples=5",
+        "eval.timing.time_cap_s=1",
+        "eval.timing.warmup_ms=1",
+        cwd=tmp,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (tmp / "runs").iterdir()
+    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    return {row["task_id"].split("_", 1)[1]: row for row in rows}
+
+
+def test_corpus_is_not_trivial():
+    assert len(CASES) >= 8 and any(_expected(p)[0] == "correct" for p in CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[p.stem for p in CASES])
+def test_case_verdict(corpus_run, case):
+    row = corpus_run[case.stem]
+    assert (row["verdict"], row["reason"]) == _expected(case), row
