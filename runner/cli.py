@@ -84,10 +84,11 @@ def _quiet_libraries() -> None:
 def command_run(overrides: list[str], console: Console) -> int:
     from omegaconf import OmegaConf
 
+    from runner.closing import finish
     from runner.configure import ConfigError, compose_config, hashed_yaml, to_settings
     from runner.executors import ExecutorSettings, make_executor
     from runner.gpu.nvml import read_gpu
-    from runner.orchestrator import Orchestrator, finish, plan
+    from runner.orchestrator import Orchestrator, plan
     from runner.registry import UnknownName
     from runner.rundir import RunDirBusy, config_hash, open_run_dir
     from runner.tasks.model import TaskError

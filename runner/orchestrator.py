@@ -21,9 +21,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from runner.analysis.metrics import summary
-from runner.analysis.records import flatten, records_from_run_dir
-from runner.analysis.report import render_report
 from runner.executors import Executor
 from runner.gpu.lock import device_lock
 from runner.gpu.nvml import health_gate, read_gpu
@@ -31,15 +28,15 @@ from runner.methods import METHODS, Candidate, MethodUnavailable
 from runner.progress import RunProgress
 from runner.rundir import RunDir
 from runner.tasks.model import Task
+from runner.tracking.child_record import child_record
 from runner.tracking.journal import Journal
-from runner.tracking.mlflow_sink import EVAL_TAG, MlflowSink, SinkError
+from runner.tracking.mlflow_sink import MlflowSink, SinkError
 from runner.worker.protocol import (
     CANDIDATE_FILE,
     JOB_FILE,
     OUT_DIR,
     PROTOCOL_VERSION,
     RESULT_FILE,
-    SAMPLES_FILE,
     STAGE_FILE,
     TASK_FILE,
     Result,
@@ -361,80 +358,21 @@ class Orchestrator:
     def _log(self, job_dir: Path, result: Result, parent_run_id: str | None) -> None:
         if self.sink is None or parent_run_id is None:
             return
-        job = json.loads((job_dir / JOB_FILE).read_text())
-        flat = flatten(job, result)
-        timing = result.timing
-        params = {
-            "task": result.task_id,
-            "suite": job["meta"]["suite"],
-            "method": flat["method"],
-            "model": flat["model"],
-            "hardware": flat["hardware"],
-            "executor": job["meta"]["executor"],
-            "category": flat["category"],
-            "level": flat["level"],
-            "timed_shape": job.get("timed_shape"),
-        }
-        metrics = {"correct": 1.0 if result.verdict.status == "correct" else 0.0, "trials": len(result.trials)}
-        if timing:
-            metrics.update(
-                speedup=timing.speedup,
-                candidate_median_ms=timing.candidate.median_ms,
-                reference_median_ms=timing.reference.median_ms,
-                ratio_noise=timing.ratio_noise,
-                samples=timing.candidate.samples,
-                measured_s=timing.measured_s,
-            )
-        tags = {
-            EVAL_TAG: result.eval_id,
-            "verdict": result.verdict.status,
-            "reason": result.verdict.reason,
-            "task_hash": result.task_hash,
-            "candidate_hash": result.candidate_hash,
-            "git_commit": self.git_commit,
-        }
-        series = {}
-        samples_path = job_dir / OUT_DIR / SAMPLES_FILE
-        if samples_path.exists():
-            raw = json.loads(samples_path.read_text())
-            series = {"sample_reference_ms": raw["reference"], "sample_candidate_ms": raw["candidate"]}
-        artifacts = [
-            job_dir / CANDIDATE_FILE,
-            job_dir / JOB_FILE,
-            job_dir / OUT_DIR / RESULT_FILE,
-            samples_path,
-            job_dir / OUT_DIR / "stdout.log",
-            job_dir / OUT_DIR / "stderr.log",
-        ]
+        record = child_record(job_dir, result, self.git_commit)
         try:
             child = self.sink.log_child(
-                parent_run_id, f"{flat['method']}/{result.task_id}", params, metrics, tags, series, artifacts
+                parent_run_id,
+                record.run_name,
+                record.params,
+                record.metrics,
+                record.tags,
+                record.series,
+                record.artifacts,
             )
         except SinkError as exc:
             self.console.print(f"[red]MLflow: {exc}; the result is on disk and will be logged on resume")
             return
         self.journal.append({"event": "logged", "eval_id": result.eval_id, "mlflow_run_id": child})
-
-
-def finish(run_dir: RunDir, manifest: dict, sink: MlflowSink | None, console: Console) -> str:
-    """Write the report and results, close the parent run; returns the report text."""
-    frame = records_from_run_dir(run_dir.path)
-    results_path = run_dir.path / "results.jsonl"
-    results_path.write_text("".join(json.dumps(row, default=float) + "\n" for row in frame.to_dict("records")))
-    report = render_report(frame, manifest)
-    (run_dir.path / "report.md").write_text(report)
-    if sink is not None and manifest.get("mlflow_run_id"):
-        parent = manifest["mlflow_run_id"]
-        metrics = {}
-        for method in sorted(frame["method"].unique()):
-            for key, value in summary(frame[frame["method"] == method]).items():
-                metrics[f"{method}.{key}"] = value
-        try:
-            sink.log_parent_artifacts(parent, [run_dir.path / "report.md", results_path, run_dir.manifest_path])
-            sink.finish_parent(parent, {k: v for k, v in metrics.items() if v == v})
-        except SinkError as exc:
-            console.print(f"[red]MLflow: {exc}; the report is on disk at {run_dir.path / 'report.md'}")
-    return report
 
 
 def _tail(path: Path, limit: int = 1500) -> str:
