@@ -7,6 +7,7 @@ where torch sees no CUDA device.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -44,6 +45,15 @@ def kbench(*args: str, cwd: Path, timeout: float = 600, env: dict | None = None)
         text=True,
         timeout=timeout,
     )
+
+
+# Short timing for tests that check verdicts and plumbing, not speed.
+FAST_TIMING = ("eval.timing.min_samples=5", "eval.timing.time_cap_s=1", "eval.timing.warmup_ms=1")
+
+
+def results_of(run_dir: Path) -> list[dict]:
+    """The rows of a finished run's ``results.jsonl``."""
+    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
 
 
 # A tiny KernelBench-convention task: y = relu(x @ W^T + b) on a 16x32 input.

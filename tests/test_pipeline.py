@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from tests.conftest import HONEST_CANDIDATE, kbench, make_kernelbench_dir, write_candidates
+from tests.conftest import FAST_TIMING, HONEST_CANDIDATE, kbench, make_kernelbench_dir, results_of, write_candidates
 
 NAMES = ["1_a", "2_b", "3_c"]
 
@@ -35,15 +35,13 @@ def test_prestart_and_warmup(tmp_path: Path):
         "tracking=off",
         "executor.prestart=2",
         "executor.warmup_workers=2",
-        "eval.timing.min_samples=5",
-        "eval.timing.time_cap_s=1",
-        "eval.timing.warmup_ms=1",
+        *FAST_TIMING,
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "compile warm-up: 3 candidates" in proc.stdout
     (run_dir,) = (tmp_path / "runs").iterdir()
-    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    rows = results_of(run_dir)
     assert len(rows) == 6 and all(row["verdict"] == "correct" for row in rows)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["warmup_s"] > 0

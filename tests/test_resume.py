@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import kbench, make_kernelbench_dir
+from tests.conftest import FAST_TIMING, kbench, make_kernelbench_dir
 
 TASKS = [f"{i}_task" for i in range(1, 7)]
 
@@ -23,9 +23,7 @@ def _args(tmp: Path) -> list[str]:
         "method=reference",
         f"tracking.uri=sqlite:///{tmp}/mlflow.db",
         "run.name=resume",
-        "eval.timing.min_samples=5",
-        "eval.timing.time_cap_s=1",
-        "eval.timing.warmup_ms=1",
+        *FAST_TIMING,
     ]
 
 

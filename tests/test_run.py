@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import HONEST_CANDIDATE, kbench, make_kernelbench_dir, write_candidates
-
-FAST_TIMING = ["eval.timing.min_samples=5", "eval.timing.time_cap_s=1", "eval.timing.warmup_ms=1"]
+from tests.conftest import FAST_TIMING, HONEST_CANDIDATE, kbench, make_kernelbench_dir, results_of, write_candidates
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +90,7 @@ def test_report_of_nothing_is_one_line(tmp_path: Path):
 
 def test_kernelbench_directory_loads_as_a_suite(tracked_run):
     _, run_dir, _, _ = tracked_run
-    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    rows = results_of(run_dir)
     reference = [r for r in rows if r["method"] == "reference"]
     assert {r["task_id"] for r in reference} == {"level1/1_first", "level1/2_second"}
     assert all(r["verdict"] == "correct" and r["category"] == "level1" for r in reference)

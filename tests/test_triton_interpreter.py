@@ -6,12 +6,11 @@ the sandbox through ``executor.env_passthrough`` (nothing else of the host's env
 
 from __future__ import annotations
 
-import json
 import textwrap
 
 import pytest
 
-from tests.conftest import kbench, make_kernelbench_dir, write_candidates
+from tests.conftest import FAST_TIMING, kbench, make_kernelbench_dir, results_of, write_candidates
 
 pytest.importorskip("triton")
 
@@ -80,14 +79,12 @@ def test_triton_kernel_under_interpreter(tmp_path):
             f"method.directory.path={folder}",
             "tracking=off",
             "executor.env_passthrough=[TRITON_INTERPRET]",
-            "eval.timing.min_samples=5",
-            "eval.timing.time_cap_s=1",
-            "eval.timing.warmup_ms=1",
+            *FAST_TIMING,
             f"run.name=triton_{expected}",
             cwd=tmp_path,
             env={"TRITON_INTERPRET": "1"},
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
         (run_dir,) = (tmp_path / "runs").glob(f"*triton_{expected}*")
-        (row,) = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+        (row,) = results_of(run_dir)
         assert row["verdict"] == expected, row

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from tests.conftest import HONEST_CANDIDATE, kbench, make_kernelbench_dir, write_candidates
+from tests.conftest import FAST_TIMING, HONEST_CANDIDATE, kbench, make_kernelbench_dir, results_of, write_candidates
 
 CASES = {
     "1_honest": (HONEST_CANDIDATE, "correct", ""),
@@ -88,15 +88,13 @@ def verdict_run(tmp_path_factory):
         "run.name=verdicts",
         "executor.timeout_s=10",
         "executor.output_limit_mb=1",
-        "eval.timing.min_samples=5",
-        "eval.timing.time_cap_s=1",
-        "eval.timing.warmup_ms=1",
+        *FAST_TIMING,
         cwd=tmp,
         env={"KBENCH_TEST_SECRET": "hunter2"},
     )
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     (run_dir,) = (tmp / "runs").iterdir()
-    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    rows = results_of(run_dir)
     return run_dir, {row["task_id"].split("/", 1)[1]: row for row in rows}
 
 

@@ -7,12 +7,11 @@ task, on the CPU; positive controls must stay ``correct``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import kbench, make_kernelbench_dir
+from tests.conftest import FAST_TIMING, kbench, make_kernelbench_dir, results_of
 
 CASES_DIR = Path(__file__).parent / "cases"
 CASES = sorted(CASES_DIR.glob("*.py"))
@@ -40,14 +39,12 @@ def corpus_run(tmp_path_factory):
         f"method.directory.path={tmp / 'cands'}",
         "tracking=off",
         "run.name=corpus",
-        "eval.timing.min_samples=5",
-        "eval.timing.time_cap_s=1",
-        "eval.timing.warmup_ms=1",
+        *FAST_TIMING,
         cwd=tmp,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = (tmp / "runs").iterdir()
-    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    rows = results_of(run_dir)
     return {row["task_id"].split("_", 1)[1]: row for row in rows}
 
 
