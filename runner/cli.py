@@ -109,16 +109,13 @@ def command_run(overrides: list[str], console: Console) -> int:
         )
         tasks = resolve_suite(selection, TASKS_DIR, SUITES_DIR)
         evaluations = plan(tasks, settings)
-        executor = make_executor(
-            settings.executor,
-            ExecutorSettings(
-                timeout_s=cfg.executor.timeout_s,
-                output_limit_bytes=cfg.executor.output_limit_mb << 20,
-                file_size_limit_bytes=cfg.executor.file_size_limit_mb << 20,
-                env_passthrough=tuple(cfg.executor.env_passthrough),
-                prestart=cfg.executor.prestart,
-                compile_threads=cfg.executor.compile_threads,
-            ),
+        executor_settings = ExecutorSettings(
+            timeout_s=cfg.executor.timeout_s,
+            output_limit_bytes=cfg.executor.output_limit_mb << 20,
+            file_size_limit_bytes=cfg.executor.file_size_limit_mb << 20,
+            env_passthrough=tuple(cfg.executor.env_passthrough),
+            prestart=cfg.executor.prestart,
+            compile_threads=cfg.executor.compile_threads,
         )
     except (ConfigError, TaskError, UnknownName) as exc:
         raise UserError(str(exc)) from None
@@ -133,7 +130,9 @@ def command_run(overrides: list[str], console: Console) -> int:
         run_dir = open_run_dir(Path(cfg.run.out_dir), settings.name, cfg_hash, resume=cfg.run.resume.value == "auto")
     except RunDirBusy as exc:
         raise UserError(str(exc)) from None
-    executor.settings = replace(executor.settings, cache_dir=(run_dir.path / "cache").resolve())
+    # Compile caches live in the run, shared by its sandboxes (and by the warm-up pass).
+    executor_settings = replace(executor_settings, cache_dir=(run_dir.path / "cache").resolve())
+    executor = make_executor(settings.executor, executor_settings)
     manifest = run_dir.read_manifest()
     host = host_fingerprint()
     if not manifest:
@@ -194,7 +193,7 @@ def command_run(overrides: list[str], console: Console) -> int:
         f"run {run_dir.path}: {len(evaluations)} evaluations "
         f"({len(tasks)} tasks × {len(settings.methods)} methods) on {settings.hardware}, executor {settings.executor}"
     )
-    warmup_executor = make_executor(settings.executor, replace(executor.settings, prestart=0))
+    warmup_executor = make_executor(settings.executor, replace(executor_settings, prestart=0))
     orchestrator = Orchestrator(settings, run_dir, executor, sink, console, host["git_commit"], warmup_executor)
     started = time.perf_counter()
     try:
