@@ -6,9 +6,11 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 conf ?= cpu_smoke
 # Every other VAR=value given to make (e.g. executor=docker suite.limit=3) becomes a Hydra override.
-OVERRIDES := $(filter-out conf=% PYTHON=% VENV=% TORCH_SPEC=%,$(MAKEOVERRIDES))
+OVERRIDES := $(filter-out conf=% PYTHON=% VENV=% TORCH_SPEC=% BENCH_OUT=%,$(MAKEOVERRIDES))
+# Where `make bench` (GPU machine) puts its runs and bench.json; figures go to BENCHMARKS.md.
+BENCH_OUT ?= runs/bench
 
-.PHONY: install run test lint
+.PHONY: install run test lint bench image image-cpu image-lock
 
 $(BIN)/kbench: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,3 +30,17 @@ test: $(BIN)/kbench
 lint: $(BIN)/kbench
 	$(BIN)/ruff check runner tests
 	$(BIN)/ruff format --check runner tests
+
+bench: $(BIN)/kbench
+	$(BIN)/python -m runner.bench all $(BENCH_OUT)
+
+# Evaluation images (README, "Containers"). `image`: the GPU image (needs Docker Hub and PyPI);
+# `image-cpu`: the CPU test image, built offline; `image-lock`: record their ids in manifests/images.lock.
+image: $(BIN)/kbench
+	PYTHON=$(BIN)/python images/build.sh gpu
+
+image-cpu: $(BIN)/kbench
+	PYTHON=$(BIN)/python images/build.sh cpu
+
+image-lock: $(BIN)/kbench
+	$(BIN)/python -m runner.executors.image_lock lock

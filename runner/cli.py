@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from runner.executors.base import ExecutorUnavailable
 from runner.paths import SUITES_DIR, TASKS_DIR
 
 USER_ERROR = 2
@@ -48,7 +49,12 @@ def main(argv: list[str] | None = None) -> int:
         "--device", default="cpu", help="cpu (small shapes) or cuda (every shape, eager time, memory)"
     )
     validate.add_argument("--json", help="also write every task's outcome to this JSON file")
-    sub.add_parser("doctor", help="show what kbench sees: packages, GPU, NVML")
+    doctor = sub.add_parser("doctor", help="show what kbench sees: packages, GPU, NVML")
+    doctor.add_argument(
+        "--calibrate", action="store_true", help="measure this GPU's copy bandwidth and matmul rates (GPU only)"
+    )
+    doctor.add_argument("--hardware", default="h100", help="hardware config whose peaks to compare with")
+    doctor.add_argument("--json", help="also write the readings to this JSON file")
     args = parser.parse_args(argv)
     console = Console(stderr=False)
     # SIGTERM (a batch system's or `timeout`'s) ends a run like Ctrl-C: the sandbox is killed,
@@ -61,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
             return command_report(args.run, args.tracking_uri, console)
         if args.command == "tasks":
             return command_tasks(args, console)
-        return command_doctor(console)
-    except UserError as exc:
+        return command_doctor(args, console)
+    except (UserError, ExecutorUnavailable) as exc:
+        # ExecutorUnavailable mid-run: the engine went away; the run is resumable, no candidate blamed.
         print(f"kbench: {exc}", file=sys.stderr)
         return USER_ERROR
     except KeyboardInterrupt:
@@ -86,7 +93,8 @@ def command_run(overrides: list[str], console: Console) -> int:
 
     from runner.closing import finish
     from runner.configure import ConfigError, compose_config, hashed_yaml, to_settings
-    from runner.executors import ExecutorSettings, make_executor
+    from runner.executors import ExecutorSettings, make_executor, preflight
+    from runner.executors.image_lock import LOCK_PATH
     from runner.gpu.nvml import read_gpu
     from runner.orchestrator import Orchestrator, plan
     from runner.registry import UnknownName
@@ -116,9 +124,30 @@ def command_run(overrides: list[str], console: Console) -> int:
             env_passthrough=tuple(cfg.executor.env_passthrough),
             prestart=cfg.executor.prestart,
             compile_threads=cfg.executor.compile_threads,
+            memory_limit_bytes=cfg.executor.memory_limit_mb << 20,
+            pids_limit=cfg.executor.pids_limit,
+            cpus=cfg.executor.cpus,
+            scratch_mb=cfg.executor.scratch_mb,
+            image=cfg.executor.image or ("gpu" if settings.device == "cuda" else "cpu"),
+            image_lock=Path(cfg.executor.image_lock) if cfg.executor.image_lock else LOCK_PATH,
+            allow_unlocked_image=cfg.executor.allow_unlocked_image,
+            gpu_request=cfg.executor.gpu_request.value,
+            cdi_kind=cfg.executor.cdi_kind,
+            shared_compile_cache=cfg.executor.shared_compile_cache,
         )
-    except (ConfigError, TaskError, UnknownName) as exc:
+        # Which executor runs (executor=auto resolved): no engine or no locked image stops here.
+        choice = preflight(settings.executor, executor_settings)
+    except (ConfigError, TaskError, UnknownName, ExecutorUnavailable) as exc:
         raise UserError(str(exc)) from None
+    requested = settings.executor
+    settings = replace(settings, executor=choice.kind)
+    if choice.fallback:
+        console.print(
+            f"[bold red]executor=auto: docker is not usable ({choice.fallback}); "
+            "running in the host environment, not in a container"
+        )
+    for warning in choice.warnings:
+        console.print(f"[yellow]{warning}")
     gpu = read_gpu(settings.gpus[0]) if settings.device == "cuda" else {"available": False, "why": "CPU run"}
     if settings.device == "cuda" and not gpu.get("available"):
         raise UserError(
@@ -132,7 +161,10 @@ def command_run(overrides: list[str], console: Console) -> int:
         raise UserError(str(exc)) from None
     # Compile caches live in the run, shared by its sandboxes (and by the warm-up pass).
     executor_settings = replace(executor_settings, cache_dir=(run_dir.path / "cache").resolve())
-    executor = make_executor(settings.executor, executor_settings)
+    try:
+        executor = make_executor(requested, executor_settings)
+    except ExecutorUnavailable as exc:
+        raise UserError(str(exc)) from None
     manifest = run_dir.read_manifest()
     host = host_fingerprint()
     if not manifest:
@@ -193,7 +225,13 @@ def command_run(overrides: list[str], console: Console) -> int:
         f"run {run_dir.path}: {len(evaluations)} evaluations "
         f"({len(tasks)} tasks × {len(settings.methods)} methods) on {settings.hardware}, executor {settings.executor}"
     )
-    warmup_executor = make_executor(settings.executor, replace(executor_settings, prestart=0))
+    if settings.executor == "docker" and not executor_settings.shared_compile_cache:
+        # Each container compiles into its own tmpfs: a warm-up pass would fill caches nobody reads.
+        warmup_executor = None
+        if settings.warmup_workers:
+            console.print("compile warm-up off: containers have private compile caches (executor.shared_compile_cache)")
+    else:
+        warmup_executor = make_executor(requested, replace(executor_settings, prestart=0))
     orchestrator = Orchestrator(settings, run_dir, executor, sink, console, host["git_commit"], warmup_executor)
     started = time.perf_counter()
     try:
@@ -303,11 +341,26 @@ def command_tasks(args, console: Console) -> int:
     return 1 if failed else 0
 
 
-def command_doctor(console: Console) -> int:
+def command_doctor(args, console: Console) -> int:
     from runner.gpu.nvml import read_gpu
     from runner.tracking.fingerprint import host_fingerprint
 
-    console.print_json(json.dumps({"host": host_fingerprint(), "gpu0": read_gpu(0)}, default=str))
+    readings = {"host": host_fingerprint(), "gpu0": read_gpu(0)}
+    if args.calibrate:
+        from runner.configure import ConfigError, compose_config, to_settings
+        from runner.gpu.calibrate import calibrate
+
+        try:
+            settings = to_settings(compose_config([f"hardware={args.hardware}", "method=reference"]))
+        except ConfigError as exc:
+            raise UserError(str(exc)) from None
+        readings["calibration"] = calibrate(settings.peaks)
+        if not readings["calibration"]["available"]:
+            raise UserError("doctor --calibrate needs a CUDA GPU; none is visible")
+    text = json.dumps(readings, default=str, indent=1)
+    console.print_json(text)
+    if args.json:
+        Path(args.json).write_text(text)
     return 0
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
+from runner.static_check import IntegrityPolicy
 from runner.worker.protocol import TimingSettings
 
 
@@ -28,6 +29,13 @@ class SuiteLayout(str, Enum):
 
 class ExecutorKind(str, Enum):
     local = "local"
+    docker = "docker"
+    auto = "auto"  # docker where an engine answers and the locked image is present, else local (loudly)
+
+
+class GpuRequest(str, Enum):
+    uuid = "uuid"  # a DeviceRequest for the locked GPU's UUID (NVIDIA container toolkit)
+    cdi = "cdi"  # a CDI device name, <cdi_kind>=<UUID>, where the host uses CDI
 
 
 class MethodKind(str, Enum):
@@ -59,6 +67,8 @@ class MethodConfig:
     kind: MethodKind = MethodKind.reference
     compile_mode: str | None = None
     path: str | None = None
+    # What the static screen (runner/static_check.py) forbids in this method's candidates.
+    integrity_policy: IntegrityPolicy = IntegrityPolicy.own_kernels
 
 
 @dataclass
@@ -91,6 +101,18 @@ class ExecutorConfig:
     warmup_workers: int = 0
     file_size_limit_mb: int = 2048
     env_passthrough: list[str] = field(default_factory=list)
+    # The sandbox limits the docker executor enforces (local has no cgroup to enforce them with).
+    memory_limit_mb: int = 16384
+    pids_limit: int = 1024
+    cpus: float | None = None  # a CFS quota; none by default, it would distort timings
+    scratch_mb: int = 4096
+    # docker: which image of manifests/images.lock (null: `gpu` for CUDA hardware, else `cpu`).
+    image: str | None = None
+    image_lock: str | None = None  # null: manifests/images.lock
+    allow_unlocked_image: bool = False
+    gpu_request: GpuRequest = GpuRequest.uuid
+    cdi_kind: str = "nvidia.com/gpu"
+    shared_compile_cache: bool = False
 
 
 @dataclass

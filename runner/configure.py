@@ -75,6 +75,8 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         methods[name] = options
     timing = OmegaConf.to_container(cfg.eval.timing)
     enabled = timing.pop("enabled")
+    if timing["sync"] not in ("events", "device"):
+        raise ConfigError(f"eval.timing.sync must be 'events' or 'device', not {timing['sync']!r}")
     if cfg.eval.trials < 1:
         raise ConfigError("eval.trials must be at least 1")
     return RunSettings(
@@ -95,4 +97,9 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         timing=timing if enabled else None,
         progress=cfg.run.progress,
         warmup_workers=cfg.executor.warmup_workers,
+        peaks=(
+            {"bandwidth_tbps": cfg.hardware.peak_bandwidth_tbps, "tflops": dict(cfg.hardware.peak_tflops)}
+            if cfg.hardware.peak_bandwidth_tbps
+            else None
+        ),
     )

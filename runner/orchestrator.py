@@ -78,6 +78,7 @@ class RunSettings:
     timing: dict | None
     progress: bool
     warmup_workers: int = 0
+    peaks: dict | None = None  # {"bandwidth_tbps": .., "tflops": {dtype: ..}}: the roofline's ceilings
 
 
 def plan(tasks: list[Task], settings: RunSettings) -> list[Evaluation]:
@@ -156,6 +157,8 @@ class Orchestrator:
             "check_shapes": _shapes_for(task, s.check_shapes),
             "timed_shape": _timed_shape(task, s.timed_shape),
             "timing": s.timing,
+            "peaks": s.peaks,
+            "integrity_policy": str(s.methods[evaluation.method].get("integrity_policy", "own_kernels")),
             "threads": s.cpu_threads,
             "meta": self._job_meta(evaluation),
         }

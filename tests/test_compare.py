@@ -27,7 +27,9 @@ def test_exact_for_integers_and_strict_types():
     assert compare_outputs([ints], [ints.clone()], None).ok
     off = ints.clone()
     off[3] += 1
-    assert not compare_outputs([ints], [off], {"atol": 10, "rtol": 10}).ok
+    assert not compare_outputs([ints], [off], None).ok
+    assert not compare_outputs([ints], [off], {"atol": 0.5, "rtol": 10}).ok  # rtol means nothing for integers
+    assert compare_outputs([ints], [off], {"atol": 1}).ok
     assert not compare_outputs([ints], [ints.float()], None).ok
     assert not compare_outputs([ints], [ints[:-1]], None).ok
     assert not compare_outputs([ints], [ints, ints], None).ok
@@ -40,3 +42,29 @@ def test_chunked_comparison_sees_every_chunk(monkeypatch):
     got[97] += 1.0
     result = compare_outputs([ref], [got], None)
     assert not result.ok and result.mismatched == 1 and abs(result.max_abs_error - 1.0) < 1e-6
+
+
+def test_mismatch_fraction_allows_few_ties_never_many():
+    ref = torch.randint(-100, 100, (1000,), dtype=torch.int8)
+    contract = {"mismatch_fraction": 0.005}
+    ties = ref.clone()
+    ties[:5] += 1  # 5 of 1000 one off: allowed
+    assert compare_outputs([ref], [ties], contract).ok
+    many = ref.clone()
+    many[:6] += 1
+    result = compare_outputs([ref], [many], contract)
+    assert not result.ok and result.mismatched == 6 and "at most 5 allowed" in result.reason
+    far = ref.clone()
+    far[0] += 20  # one element far off: outside any atol, inside the fraction
+    assert not compare_outputs([ref], [far], {"atol": 1}).ok
+    assert compare_outputs([ref], [far], contract).ok
+    assert compare_outputs([ref], [many], {"atol": 1}).ok
+    assert compare_outputs([ref], [torch.zeros_like(ref)], contract).ok is False
+    floats = torch.randn(1000)
+    one_off = floats.clone()
+    one_off[0] += 1.0
+    assert not compare_outputs([floats], [one_off], None).ok
+    assert compare_outputs([floats], [one_off], {"mismatch_fraction": 0.001}).ok
+    nan = floats.clone()
+    nan[0] = float("nan")
+    assert not compare_outputs([floats], [nan], {"mismatch_fraction": 0.001}).ok  # NaN patterns stay exact

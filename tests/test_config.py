@@ -40,7 +40,7 @@ def test_every_config_composes(group, option):
 
 def test_presets_pick_what_they_promise():
     smoke = to_settings(compose_config(["experiment=cpu_smoke"]))
-    assert smoke.device == "cpu" and set(smoke.methods) == {"reference", "torch_compile"} and smoke.suite == "smoke"
+    assert smoke.device == "cpu" and set(smoke.methods) == {"reference", "torch_compile"} and smoke.suite == "quick"
     full = to_settings(compose_config(["experiment=h100_fullsuite"]))
     assert full.device == "cuda" and full.suite == "full" and full.timed_shape == "perf"
     assert set(full.methods) == {"reference", "torch_compile"}

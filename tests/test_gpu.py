@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from tests.conftest import kbench
+from tests.adversarial.test_corpus import CASES, expected_verdict, run_corpus
+from tests.conftest import FAST_TIMING, kbench, make_kernelbench_dir, results_of, write_candidates
 
 pytestmark = pytest.mark.gpu
 
@@ -26,12 +27,12 @@ def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
     (run_dir,) = (tmp_path / "runs").iterdir()
     for job in (run_dir / "jobs").iterdir():
         result = json.loads((job / "out" / "result.json").read_text())
-        assert result["verdict"]["status"] == "correct"
+        assert result["verdict"]["status"] == "correct", result["verdict"]
         assert result["timing"]["clock"] == "cuda_events" and result["timing"]["cache"] == "cold"
         assert {t["shape"] for t in result["trials"]} == {"small", "perf"}
         assert 0.9 < result["timing"]["speedup"] < 1.1
         assert result["environment"]["gpu_before"]["available"] is True
-        assert result["environment"]["gpu_uuid"] if "gpu_uuid" in result["environment"] else True
+        assert result["environment"]["gpu_before"]["uuid"].startswith("GPU-")
 
 
 def test_validator_measures_perf_shapes_on_gpu(tmp_path):
@@ -41,3 +42,125 @@ def test_validator_measures_perf_shapes_on_gpu(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:]
     outcomes = json.loads((tmp_path / "v.json").read_text())
     assert all(o["eager_ms"].get("perf", 0) > 0 and o["peak_bytes"] for o in outcomes)
+
+
+def test_adversarial_corpus_on_gpu(tmp_path):
+    rows = run_corpus(tmp_path, "hardware=h100")
+    outcome = {case.stem: (rows[case.stem]["verdict"], rows[case.stem]["reason"]) for case in CASES}
+    assert outcome == {case.stem: expected_verdict(case) for case in CASES}
+
+
+SIDE_STREAM_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.gelu(x, approximate="tanh") * 2.0
+
+
+def get_inputs():
+    return [torch.randn(8192, 8192)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+CANDIDATES = {
+    # The work goes to a side stream that the caller's stream never waits for: the end event
+    # is reached at once. Correct values (the worker synchronises before checking).
+    "hides_work_on_side_stream": """
+        import torch
+        import torch.nn as nn
+
+
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.side = torch.cuda.Stream()
+
+            def forward(self, x):
+                self.side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(self.side):
+                    out = torch.nn.functional.gelu(x, approximate="tanh") * 2.0
+                return out
+    """,
+    "honest_joined_side_stream": """
+        import torch
+        import torch.nn as nn
+
+
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.side = torch.cuda.Stream()
+
+            def forward(self, x):
+                self.side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(self.side):
+                    out = torch.nn.functional.gelu(x, approximate="tanh") * 2.0
+                torch.cuda.current_stream().wait_stream(self.side)
+                return out
+    """,
+}
+
+
+def test_unjoined_stream_work_graphs_clocks_and_roofline(tmp_path):
+    names = list(CANDIDATES)
+    suite = make_kernelbench_dir(tmp_path / "kb", names, SIDE_STREAM_TASK)
+    write_candidates(tmp_path / "cands", CANDIDATES)
+    proc = kbench(
+        "run",
+        "hardware=h100",
+        "suite=kernelbench",
+        f"suite.path={suite}",
+        "method=directory",
+        f"method.directory.path={tmp_path / 'cands'}",
+        "method.directory.integrity_policy=allow_torch",
+        "tracking=off",
+        *FAST_TIMING,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    rows = {row["task_id"].split("/")[-1]: row for row in results_of(run_dir)}
+    assert (rows["hides_work_on_side_stream"]["verdict"], rows["hides_work_on_side_stream"]["reason"]) == (
+        "integrity_violation",
+        "unjoined_stream_work",
+    )
+    assert rows["honest_joined_side_stream"]["verdict"] == "correct", rows["honest_joined_side_stream"]
+    results = [json.loads(path.read_text()) for path in (run_dir / "jobs").glob("*/out/result.json")]
+    (honest,) = [r for r in results if r["task_id"].endswith("honest_joined_side_stream")]
+    timing = honest["timing"]
+    assert timing["clocks_watched"] == "nvml" and timing["sm_clock_mhz"] > 0
+    assert timing["input_sets"] == 3 and set(timing["sync_gap_ms"]) == {"reference", "candidate"}
+    # No roofline for a KernelBench-layout task (no formulas); graphs on a native task:
+    graphs = kbench(
+        "run",
+        "hardware=h100",
+        "suite=full",
+        "suite.tasks=[gelu_tanh,layer_norm_falcon40b_fp32]",
+        "method=reference",
+        "tracking=off",
+        "eval.timing.graphs=true",
+        "run.name=graphs",
+        cwd=tmp_path,
+    )
+    assert graphs.returncode == 0, graphs.stderr[-3000:]
+    (graph_run,) = [d for d in (tmp_path / "runs").iterdir() if "graphs" in d.name]
+    for job in (graph_run / "jobs").iterdir():
+        result = json.loads((job / "out" / "result.json").read_text())
+        assert result["verdict"]["status"] == "correct", result["verdict"]
+        assert result["timing"]["graphs"] == "on" and result["timing"]["input_sets"] == 1
+        roof = result["roofline"]
+        assert 0 < roof["reference"]["sol_pct"] <= 100 / 0.9 and roof["bound"] == "memory"
+
+
+def test_calibrate_measures_bandwidth_and_matmul(tmp_path):
+    proc = kbench("doctor", "--calibrate", "--json", str(tmp_path / "cal.json"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cal = json.loads((tmp_path / "cal.json").read_text())["calibration"]
+    assert 0.5 < cal["bandwidth"]["fraction_of_peak"] < 1.05
+    assert 0.3 < cal["matmul_tflops"]["bfloat16"]["fraction_of_peak"] < 1.05

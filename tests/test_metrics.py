@@ -10,7 +10,10 @@ from runner.analysis.metrics import fast_p, geomean_speedup, per_category, summa
 
 
 def _frame(rows):
-    return pd.DataFrame(rows, columns=["category", "verdict", "speedup"])
+    frame = pd.DataFrame(rows, columns=["category", "verdict", "speedup"])
+    frame["reason"] = ""
+    frame["candidate_sol_pct"] = None
+    return frame
 
 
 FRAME = _frame(
@@ -43,3 +46,21 @@ def test_summary_and_categories():
     assert table.loc["a", "tasks"] == 2 and table.loc["a", "correct %"] == 100.0
     assert math.isclose(table.loc["b", "correct %"], 100 / 3)
     assert table.loc["a", "fast_1 %"] == 50.0
+
+
+def test_categories_show_integrity_violations_with_reasons_and_roofline():
+    frame = _frame(
+        [
+            ("a", "correct", 2.0),
+            ("a", "integrity_violation", None),
+            ("a", "integrity_violation", None),
+            ("b", "correct", 1.0),
+        ]
+    )
+    frame["reason"] = ["", "timed_output_mismatch", "faster_than_physics", ""]
+    frame["candidate_sol_pct"] = [40.0, None, 900.0, None]
+    table = per_category(frame).set_index("category")
+    assert table.loc["a", "integrity violations"] == "2 (faster_than_physics x1, timed_output_mismatch x1)"
+    assert table.loc["b", "integrity violations"] == "0"
+    assert table.loc["a", "median % of roofline"] == 40.0  # correct evaluations only
+    assert pd.isna(table.loc["b", "median % of roofline"])

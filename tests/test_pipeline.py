@@ -32,6 +32,7 @@ def test_prestart_and_warmup(tmp_path: Path):
         f"suite.path={suite}",
         "method=[reference,directory]",
         f"method.directory.path={cands}",
+        "method.directory.integrity_policy=off",  # the sandbox's behaviour is under test, not the screen
         "tracking=off",
         "executor.prestart=2",
         "executor.warmup_workers=2",

@@ -22,6 +22,7 @@ def tracked_run(tmp_path_factory):
         f"suite.path={suite}",
         "method=[reference,directory]",
         f"method.directory.path={cands}",
+        "method.directory.integrity_policy=off",  # the sandbox's behaviour is under test, not the screen
         f"tracking.uri={uri}",
         "run.name=tracked",
         *FAST_TIMING,

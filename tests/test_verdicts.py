@@ -84,6 +84,7 @@ def verdict_run(tmp_path_factory):
         f"suite.path={suite}",
         "method=directory",
         f"method.directory.path={candidates}",
+        "method.directory.integrity_policy=off",  # the sandbox's behaviour is under test, not the screen
         "tracking=off",
         "run.name=verdicts",
         "executor.timeout_s=10",

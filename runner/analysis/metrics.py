@@ -50,9 +50,26 @@ def per_category(frame: pd.DataFrame) -> pd.DataFrame:
                 "correct %": 100.0 * float((group["verdict"] == "correct").mean()),
                 "fast_1 %": 100.0 * fast_p(group, 1.0),
                 "geomean": geomean_speedup(group),
+                "integrity violations": _violations(group),
+                "median % of roofline": _median_or_none(group.loc[group["verdict"] == "correct", "candidate_sol_pct"]),
             }
         )
-    return pd.DataFrame(rows, columns=["category", "tasks", "correct %", "fast_1 %", "geomean"])
+    columns = ["category", "tasks", "correct %", "fast_1 %", "geomean", "integrity violations", "median % of roofline"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _violations(group: pd.DataFrame) -> str:
+    """``0``, or the count with its reasons, e.g. ``2 (timed_output_mismatch, static_torch_compute)``."""
+    hits = group[group["verdict"] == "integrity_violation"]
+    if hits.empty:
+        return "0"
+    reasons = ", ".join(f"{reason} x{count}" for reason, count in hits["reason"].value_counts().sort_index().items())
+    return f"{len(hits)} ({reasons})"
+
+
+def _median_or_none(values: pd.Series) -> float | None:
+    values = values.dropna()
+    return float(values.median()) if not values.empty else None
 
 
 def verdict_counts(frame: pd.DataFrame) -> dict[str, int]:

@@ -26,6 +26,11 @@ COLUMNS = [
     "samples",
     "measured_s",
     "duration_s",
+    "candidate_tbps",
+    "candidate_tflops",
+    "candidate_sol_pct",
+    "reference_sol_pct",
+    "sm_clock_mhz",
 ]
 
 
@@ -49,6 +54,11 @@ def flatten(job: dict, result: Result) -> dict:
         "samples": timing.candidate.samples if timing else None,
         "measured_s": timing.measured_s if timing else 0.0,
         "duration_s": result.finished_at - result.started_at if result.finished_at else None,
+        "candidate_tbps": result.roofline.get("candidate", {}).get("tbps"),
+        "candidate_tflops": result.roofline.get("candidate", {}).get("tflops"),
+        "candidate_sol_pct": result.roofline.get("candidate", {}).get("sol_pct"),
+        "reference_sol_pct": result.roofline.get("reference", {}).get("sol_pct"),
+        "sm_clock_mhz": timing.sm_clock_mhz if timing else None,
     }
 
 

@@ -6,6 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from runner.paths import MANIFESTS_DIR
+
+
+class ExecutorUnavailable(RuntimeError):
+    """The executor cannot run anything (no engine, no image, a rejected image): the runner's fault, one line."""
+
 
 @dataclass(frozen=True)
 class ExecutorSettings:
@@ -16,6 +22,18 @@ class ExecutorSettings:
     cache_dir: Path | None = None  # compile caches (inductor, triton) shared within a run
     compile_threads: int = 1  # TORCHINDUCTOR_COMPILE_THREADS inside the sandbox
     prestart: int = 0  # workers started ahead, waiting for their job (imports and CUDA init hidden)
+    # Sandbox limits the local executor cannot enforce (it has no cgroup): docker applies them.
+    memory_limit_bytes: int = 16 << 30
+    pids_limit: int = 1024
+    cpus: float | None = None  # a CFS quota distorts timings: none unless asked for
+    # Docker only: which locked image ("cpu", "gpu": entries of the lock), and how the GPU is handed over.
+    image: str = "cpu"
+    image_lock: Path = MANIFESTS_DIR / "images.lock"
+    allow_unlocked_image: bool = False
+    gpu_request: str = "uuid"  # "uuid": a DeviceRequest for the GPU's UUID; "cdi": a CDI device name
+    cdi_kind: str = "nvidia.com/gpu"
+    scratch_mb: int = 4096  # tmpfs for /tmp, HOME and the compile caches
+    shared_compile_cache: bool = False  # mount the run's compile cache (read-write, shared) instead of a tmpfs
 
 
 @dataclass

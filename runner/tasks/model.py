@@ -28,6 +28,8 @@ DEFAULT_TOLERANCE = {
 }
 
 _REQUIRED_KEYS = {"category", "level", "dtype", "shapes", "flops", "bytes"}
+# A contract may let this fraction of elements miss the bound (rounding ties), never more.
+MAX_MISMATCH_FRACTION = 0.01
 _OPTIONAL_KEYS = {"tolerance", "tags", "source", "description", "window_exception"}
 
 
@@ -66,6 +68,8 @@ class Task:
             "dtype": self.dtype,
             "shapes": self.shapes,
             "tolerance": self.tolerance,
+            "flops": self.flops,
+            "bytes": self.bytes,
             "content_hash": self.content_hash,
             "layout": self.layout,
         }
@@ -191,6 +195,8 @@ def _check_meta(meta: dict, path: Path) -> None:
             raise TaskError(f"{path}: {key}: {exc}") from None
     tolerance = meta.get("tolerance")
     if tolerance is not None and (
-        not isinstance(tolerance, dict) or not set(tolerance) <= {"atol", "rtol"}
+        not isinstance(tolerance, dict) or not set(tolerance) <= {"atol", "rtol", "mismatch_fraction"}
     ):
-        raise TaskError(f"{path}: tolerance must be a dict with atol and/or rtol")
+        raise TaskError(f"{path}: tolerance must be a dict with atol, rtol and/or mismatch_fraction")
+    if tolerance and not 0 <= tolerance.get("mismatch_fraction", 0) <= MAX_MISMATCH_FRACTION:
+        raise TaskError(f"{path}: tolerance mismatch_fraction must lie in [0, {MAX_MISMATCH_FRACTION}]")

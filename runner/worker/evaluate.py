@@ -19,14 +19,18 @@ from pathlib import Path
 
 import torch
 
+from runner.analysis.roofline import roofline_for
+from runner.static_check import screen_candidate
 from runner.worker.compare import compare_outputs
 from runner.worker.environment import worker_environment
 from runner.worker.integrity import (
     call_violation,
     changed_flags,
     numerics_flags,
+    poison_allocator,
     restore_numerics_flags,
     snapshot_inputs,
+    unjoined_work,
 )
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
 from runner.worker.protocol import (
@@ -160,6 +164,19 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
             expected[(shape_name, trial)] = as_output_list(model(*inputs))
         del model
 
+    clock.mark("static_check")
+    policy = job.get("integrity_policy", "own_kernels")
+    report = screen_candidate((job_dir / CANDIDATE_FILE).read_text(errors="replace"), policy)
+    result.integrity = {
+        "policy": policy,
+        "static_findings": [finding.describe() for finding in report.findings],
+        "kernel_launches": report.kernel_launches,
+    }
+    if report.violation is not None:
+        raise _Stop(
+            Verdict("integrity_violation", report.violation.reason, report.violation.describe(), "static_check")
+        )
+
     clock.mark("import_candidate")
     flags_before = numerics_flags()
     try:
@@ -187,6 +204,7 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
             trial_seed = _trial_seed(seed, trial)
             inputs = make_inputs(reference_module, dims, device, trial_seed)
             snapshots = snapshot_inputs(inputs)
+            poison_allocator(expected[(shape_name, trial)])
             try:
                 outputs = as_output_list(candidate(*inputs))
                 if device.type == "cuda":
@@ -232,18 +250,81 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
     clock.mark("timing")
     timed_shape = job["timed_shape"]
     dims = task["shapes"][timed_shape]
-    reference = build_model(reference_module.Model, reference_module, dims, device, seed)
-    candidate = build_model(model_class, reference_module, dims, device, seed)
-    inputs = make_inputs(reference_module, dims, device, _trial_seed(seed, trials))
     settings = TimingSettings(**job["timing"])
+    reference = _Rotation(build_model(reference_module.Model, reference_module, dims, device, seed))
+    candidate = _Rotation(build_model(model_class, reference_module, dims, device, seed))
+    input_sets = _timing_inputs(reference_module, dims, device, seed + 1000 * (trials + 1), settings)
+    reference.input_sets = candidate.input_sets = input_sets
     try:
-        timing, raw = measure_pair(
-            lambda: reference(*inputs), lambda: candidate(*inputs), device, settings, timed_shape, seed
-        )
+        timing, raw = measure_pair(reference, candidate, device, settings, timed_shape, seed)
     except Exception as exc:
         raise _Stop(_failure("runtime_error", "timing_failed", exc, "timing")) from None
+    timing.input_sets = len(input_sets)
     result.timing = timing
     write_json_atomic(job_dir / OUT_DIR / SAMPLES_FILE, raw)
+    result.integrity["runtime_checks"] = ["timed_output", "sync_audit"] if device.type == "cuda" else ["timed_output"]
+    evidence = unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms)
+    if evidence:
+        raise _Stop(Verdict("integrity_violation", "unjoined_stream_work", evidence, "timing"))
+    roofline = roofline_for(task, dims, job.get("peaks")) if device.type == "cuda" else None
+    if roofline is not None:
+        result.roofline = {
+            **roofline.to_dict(),
+            "reference": roofline.achieved(timing.reference.median_ms),
+            "candidate": roofline.achieved(timing.candidate.median_ms),
+        }
+        impossible = roofline.impossible(timing.candidate.median_ms) if timing.cache == "cold" else None
+        if impossible:
+            raise _Stop(Verdict("integrity_violation", "faster_than_physics", impossible, "timing"))
+    # The output of the last timed call, against the reference on the same inputs; then one more
+    # call after new values are written into that input set in place (same addresses), so a
+    # result cached by input pointer is stale.
+    index, timed_outputs = candidate.last
+    _check_timed_output(reference.model(*input_sets[index]), timed_outputs, "the last timed call", index, tolerance)
+    fresh = make_inputs(reference_module, dims, device, seed + 7919)
+    for target, source in zip(input_sets[index], fresh):
+        if isinstance(target, torch.Tensor):
+            target.copy_(source)
+    expected = reference.model(*fresh)
+    again = candidate.model(*input_sets[index])
+    _check_timed_output(expected, again, "a call on new values at the same addresses", index, tolerance)
+
+
+def _check_timed_output(expected, outputs, what: str, index: int, tolerance) -> None:
+    comparison = compare_outputs(as_output_list(expected), as_output_list(outputs), tolerance)
+    if not comparison.ok:
+        message = f"{what} (input set {index}) is wrong: {comparison.reason}"
+        raise _Stop(Verdict("integrity_violation", "timed_output_mismatch", message, "timing"))
+
+
+# Extra input sets for timing may take this much memory together; beyond it fewer sets rotate.
+_TIMING_INPUT_BUDGET_BYTES = 4 << 30
+
+
+def _timing_inputs(module, dims: dict, device: torch.device, seed: int, settings: TimingSettings) -> list:
+    first = make_inputs(module, dims, device, seed)
+    if settings.graphs and device.type == "cuda":
+        return [first]  # a captured graph replays fixed addresses: one set
+    size = sum(x.numel() * x.element_size() for x in first if isinstance(x, torch.Tensor))
+    count = max(1, min(settings.input_sets, _TIMING_INPUT_BUDGET_BYTES // max(size, 1)))
+    return [first] + [make_inputs(module, dims, device, seed + k) for k in range(1, count)]
+
+
+class _Rotation:
+    """A timed closure: each call takes the next input set; the last output is kept for checking."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.input_sets: list = []
+        self.calls = 0
+        self.last: tuple[int, object] = (0, None)
+
+    def __call__(self):
+        index = self.calls % len(self.input_sets)
+        self.calls += 1
+        output = self.model(*self.input_sets[index])
+        self.last = (index, output)
+        return output
 
 
 def _trial_seed(seed: int, trial: int) -> int:

@@ -51,7 +51,14 @@ class TimingSettings:
     time_cap_s: float = 10.0
     batch: int = 20
     warmup_ms: float = 25.0
-    cold: bool = True
+    cold: bool = True  # flush L2 before every sample; False: "hot", the cache keeps what the last call left
+    # "events": events queued per batch, one synchronisation per batch; each batch also takes one
+    # audit sample per side closed by a device-wide synchronisation, which exposes work left on
+    # other streams. "device": every sample is closed by a device-wide synchronisation.
+    sync: str = "events"
+    graphs: bool = False  # replay each side as a captured CUDA graph (no launch overhead); GPU only
+    input_sets: int = 3  # timed calls rotate among this many input sets (caching by pointer fails)
+    max_throttled_batches: int = 20  # batches thrown away for power/thermal throttling before giving up
 
 
 @dataclass
@@ -93,6 +100,14 @@ class Timing:
     measured_s: float  # sum of the timed regions of both sides
     wall_s: float  # wall time of the timing loop, warm-up included
     stop_reason: str
+    sync: str = "events"
+    graphs: str = "off"  # "off", "on", or why capture failed (both sides then ran eagerly)
+    input_sets: int = 1
+    clocks_watched: str = "not available"  # "nvml", or why the clocks were not watched
+    sm_clock_mhz: float | None = None  # median SM clock over the kept batches
+    throttled_batches: int = 0  # batches discarded because the GPU was slowed by power or heat
+    sync_gap_ms: dict = field(default_factory=dict)  # per side: synchronised audit minus event median
+    window: list = field(default_factory=list)  # [start, end] of the timing loop, epoch seconds (lock audits)
 
 
 @dataclass
@@ -116,6 +131,8 @@ class Result:
     trials: list[Trial] = field(default_factory=list)
     timing: Timing | None = None
     environment: dict = field(default_factory=dict)
+    integrity: dict = field(default_factory=dict)  # the static policy used, its findings, the runtime checks run
+    roofline: dict = field(default_factory=dict)  # floor, bound, achieved TB/s, TFLOP/s, % of the roofline per side
     stage_seconds: dict = field(default_factory=dict)
     started_at: float = 0.0
     finished_at: float = 0.0

@@ -8,10 +8,11 @@ KBENCH = {
     "level": 1,
     "dtype": "float32",
     "tags": ["pointwise", "mlp"],
-    # perf: 8 sequences x 2048 tokens of a 4096-wide hidden state (Llama-7B class).
+    # perf: 16 sequences x 4096 tokens of a 4096-wide hidden state (Llama-7B class): 2.1 GB moved,
+    # ~0.75 ms on an H100 (measured at 16384 tokens: 0.19 ms, under the window).
     "shapes": {
         "small": {"tokens": 64, "hidden": 256},
-        "perf": {"tokens": 16384, "hidden": 4096},
+        "perf": {"tokens": 65536, "hidden": 4096},
     },
     "flops": "10 * tokens * hidden",
     "bytes": "2 * 4 * tokens * hidden",

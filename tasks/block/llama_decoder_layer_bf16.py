@@ -24,8 +24,9 @@ KBENCH = {
     ),
     # 3e-2: about twenty bf16 roundings (norms, projections, RoPE, scores, probabilities,
     # residuals) and reductions of length 4096-14336 on a chain whose outputs are O(1-10);
-    # an implementation with fp32 intermediates differs by up to ~2% on individual outputs.
-    "tolerance": {"atol": 3e-2, "rtol": 3e-2},
+    # an implementation with fp32 intermediates differs by up to ~2% on individual outputs,
+    # and torch.compile's fused kernels by up to 0.033 absolute on the performance shape.
+    "tolerance": {"atol": 5e-2, "rtol": 3e-2},
     "source": "HF LlamaDecoderLayer (eager attention), Llama-3-8B",
 }
 

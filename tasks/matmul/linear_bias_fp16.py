@@ -8,10 +8,11 @@ KBENCH = {
     "level": 1,
     "dtype": "float16",
     "tags": ["gemm", "llama"],
-    # perf: 4096 tokens through a 4096 -> 4096 projection (Llama-7B hidden size).
+    # perf: a 4 x 4096-token prefill through a 4096 -> 4096 projection (Llama-7B hidden size):
+    # 550 GFLOP, ~0.8 ms on an H100 (measured at 4096 tokens: 0.21 ms, under the window).
     "shapes": {
         "small": {"tokens": 32, "d_in": 64, "d_out": 48},
-        "perf": {"tokens": 4096, "d_in": 4096, "d_out": 4096},
+        "perf": {"tokens": 16384, "d_in": 4096, "d_out": 4096},
     },
     "flops": "2 * tokens * d_in * d_out",
     "bytes": "2 * (tokens * d_in + d_in * d_out + d_out + tokens * d_out)",

@@ -19,8 +19,10 @@ KBENCH = {
     # Numerics contract: per block of 128 consecutive values of a row, in fp32,
     # scale = max(amax(|x|), 1e-12) / 448; q = e4m3fn(clamp(x / scale, -448, 448)) with
     # round-to-nearest-even (dividing by scale); out = bf16(fp32(q) * scale). One fp8 ulp is
-    # >= 6% relative, so rtol 1e-2 catches any mis-rounded value while allowing bf16 rounding.
-    "tolerance": {"atol": 1e-5, "rtol": 1e-2},
+    # >= 6% relative, so rtol 1e-2 catches a mis-rounded value while allowing bf16 rounding;
+    # at most 0.1% of values may be one fp8 quantum off, where x / scale lies within an ulp
+    # of a rounding tie and the scale was computed another way (torch.compile: 1.84e-5 off).
+    "tolerance": {"atol": 1e-5, "rtol": 1e-2, "mismatch_fraction": 0.001},
     "source": "DeepSeek-V3 fine-grained (1x128) FP8 activation quantization",
 }
 

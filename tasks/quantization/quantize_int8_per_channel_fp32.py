@@ -16,10 +16,11 @@ KBENCH = {
     },
     "flops": "5 * rows * cols",
     "bytes": "4 * rows * cols + rows * cols",
-    # Numerics contract (exact, integer output): in fp32, scale[r] = amax(|w[r, :]|) / 127
-    # (one IEEE division); q = clamp(round_half_even(w / scale[r]), -127, 127), dividing by
-    # scale, not multiplying by its reciprocal.
-    "tolerance": {"atol": 0, "rtol": 0},
+    # Numerics contract (integer output): in fp32, scale[r] = amax(|w[r, :]|) / 127;
+    # q = clamp(round_half_even(w / scale[r]), -127, 127). At most 0.1% of the q may
+    # differ from the reference (multiplying by the reciprocal of the scale rounds
+    # differently near ties: torch.compile, 33 of 58.7M).
+    "tolerance": {"atol": 0, "rtol": 0, "mismatch_fraction": 0.001},
     "source": "per-channel int8 weight quantization (SmoothQuant, LLM.int8 weights)",
 }
 

@@ -16,10 +16,12 @@ KBENCH = {
     },
     "flops": "5 * tokens * hidden",
     "bytes": "2 * tokens * hidden + tokens * hidden",
-    # Numerics contract (exact, integer output): in fp32, scale = amax(|x|) / 127 (one IEEE
-    # division); q = clamp(round_half_even(x / scale), -127, 127), dividing by scale, not
-    # multiplying by its reciprocal (which rounds differently at ties).
-    "tolerance": {"atol": 0, "rtol": 0},
+    # Numerics contract (integer output): in fp32, scale = amax(|x|) / 127;
+    # q = clamp(round_half_even(x / scale), -127, 127). At most 0.5% of the q may differ
+    # from the reference: x * (1 / scale), as production kernels compute it,
+    # rounds differently where x / scale lies within an ulp of a tie (torch.compile: 23 of
+    # 16384 at the small shape, 0.14%, with bf16 inputs' coarse values).
+    "tolerance": {"atol": 0, "rtol": 0, "mismatch_fraction": 0.005},
     "source": "SmoothQuant W8A8 per-tensor dynamic activation quantization",
 }
 

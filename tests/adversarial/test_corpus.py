@@ -22,9 +22,8 @@ def _expected(path: Path) -> tuple[str, str]:
     return words[0], words[1] if len(words) > 1 else ""
 
 
-@pytest.fixture(scope="module")
-def corpus_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("corpus")
+def run_corpus(tmp: Path, *overrides: str) -> dict[str, dict]:
+    """One real ``kbench run`` over every case; ``{case name: result row}``."""
     names = [f"{i}_{path.stem}" for i, path in enumerate(CASES, 1)]
     suite = make_kernelbench_dir(tmp / "kb", names)
     cands = tmp / "cands" / "level1"
@@ -37,15 +36,27 @@ def corpus_run(tmp_path_factory):
         f"suite.path={suite}",
         "method=directory",
         f"method.directory.path={tmp / 'cands'}",
+        # These cases exercise the runtime layer; the static layer has its own cases (static_cases/).
+        "method.directory.integrity_policy=allow_torch",
         "tracking=off",
         "run.name=corpus",
         *FAST_TIMING,
+        *overrides,
         cwd=tmp,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = (tmp / "runs").iterdir()
     rows = results_of(run_dir)
     return {row["task_id"].split("_", 1)[1]: row for row in rows}
+
+
+def expected_verdict(path: Path) -> tuple[str, str]:
+    return _expected(path)
+
+
+@pytest.fixture(scope="module")
+def corpus_run(tmp_path_factory):
+    return run_corpus(tmp_path_factory.mktemp("corpus"))
 
 
 def test_corpus_is_not_trivial():

@@ -1,5 +1,7 @@
-# expect: integrity_violation numerics_flags_changed
+# expect: integrity_violation static_monkey_patch
 # Turns on TF32 matmuls for the whole process at import: an fp32 task quietly run at lower precision.
+# The static layer sees the assignment to torch before anything runs (the runtime flag check is
+# exercised by lowers_matmul_precision.py, which goes through a call).
 import torch
 import torch.nn as nn
 

@@ -1,0 +1,298 @@
+"""``make bench``: the runner's own figures, computed from finished runs (``python -m runner.bench``).
+
+- ``repeat A B``: two runs of the same configuration: per task and method, |speedup_A /
+  speedup_B - 1| (median, p95, max), split into single ops and fusions (levels 1-2) and whole
+  blocks (level 3); plus each run's duty cycle (timed GPU time over the wall time, with
+  isolation, correctness, compile and logging included) and evaluations per minute.
+- ``overlap A B``: two runs made at the same time on one GPU: pairs of measurement windows
+  (logged timing loops) that overlap in time. The per-GPU lock promises zero.
+- ``ncu PROFILE.csv RUN``: kernel time from Nsight Compute (``gpu__time_duration.sum`` summed
+  per task over one call) against the reference's median time in the run.
+
+- ``accuracy OUT``: a reference run of ``NCU_TASKS`` and the Nsight Compute profile of the
+  same references (``profile TASK...`` is the driver ncu runs), compared as above.
+- ``all OUT`` (``make bench``): two passes of ``h100_fullsuite`` over the quick suite, the
+  lock pair, and the accuracy comparison where ``ncu`` is installed; ``OUT/bench.json``.
+
+Each prints one JSON object; BENCHMARKS.md records them with the command, machine and date.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from runner.worker.protocol import JOB_FILE, OUT_DIR, RESULT_FILE
+
+
+def _results(run_dir: Path) -> list[tuple[dict, dict]]:
+    rows = []
+    for job_dir in sorted((run_dir / "jobs").glob("*")):
+        path = job_dir / OUT_DIR / RESULT_FILE
+        if path.exists():
+            rows.append((json.loads((job_dir / JOB_FILE).read_text()), json.loads(path.read_text())))
+    return rows
+
+
+def _quantiles(values: list[float]) -> dict:
+    if not values:
+        return {"n": 0}
+    ordered = sorted(values)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {
+        "n": len(ordered),
+        "median_pct": 100 * statistics.median(ordered),
+        "p95_pct": 100 * pick(0.95),
+        "max_pct": 100 * ordered[-1],
+    }
+
+
+def duty(run_dir: Path) -> dict:
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    results = _results(run_dir)
+    measured = sum(r["timing"]["measured_s"] for _, r in results if r.get("timing"))
+    wall = float(manifest.get("wall_s") or 0.0)
+    return {
+        "run": run_dir.name,
+        "evaluations": len(results),
+        "wall_s": wall,
+        "measured_s": measured,
+        "duty_pct": 100 * measured / wall if wall else None,
+        "evaluations_per_min": 60 * len(results) / wall if wall else None,
+    }
+
+
+def repeat(run_a: Path, run_b: Path) -> dict:
+    def speedups(run_dir):
+        out = {}
+        for job, result in _results(run_dir):
+            if result["verdict"]["status"] == "correct" and result.get("timing"):
+                key = (job["meta"]["method"], result["task_id"])
+                out[key] = (job["task"]["level"], result["timing"]["speedup"])
+        return out
+
+    a, b = speedups(run_a), speedups(run_b)
+    deltas: dict[str, list[float]] = {}
+    for key in sorted(set(a) & set(b)):
+        level, first = a[key]
+        group = f"{key[0]}, {'blocks (level 3)' if level >= 3 else 'ops and fusions (levels 1-2)'}"
+        deltas.setdefault(group, []).append(abs(first / b[key][1] - 1))
+    return {
+        "pairs": len(set(a) & set(b)),
+        "abs_delta_speedup": {group: _quantiles(values) for group, values in sorted(deltas.items())},
+        "duty": [duty(run_a), duty(run_b)],
+    }
+
+
+def overlap(run_a: Path, run_b: Path) -> dict:
+    def windows(run_dir):
+        return [
+            tuple(r["timing"]["window"])
+            for _, r in _results(run_dir)
+            if r.get("timing", {}) and r["timing"].get("window")
+        ]
+
+    first, second = windows(run_a), windows(run_b)
+    clashes = [(w, v) for w in first for v in second if w[0] < v[1] and v[0] < w[1]]
+    return {"windows": [len(first), len(second)], "overlapping_pairs": len(clashes), "examples": clashes[:3]}
+
+
+def ncu(profile_csv: Path, run_dir: Path) -> dict:
+    """``profile_csv``: ``ncu --csv --metrics gpu__time_duration.sum`` output with NVTX range ``task_id``."""
+    import csv
+
+    kernel_ms: dict[str, float] = {}
+    with profile_csv.open() as handle:
+        lines = [line for line in handle if line.startswith('"')]
+    for row in csv.DictReader(lines):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        task = (
+            row.get("thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg")
+            or row.get("NVTX Range")
+            or ""
+        ).split(":")[-1].strip() or row.get("Kernel Name", "?")
+        value = float(row["Metric Value"].replace(",", ""))
+        unit = row.get("Metric Unit", "nsecond")
+        scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0}.get(unit, 1e-6)
+        kernel_ms[task] = kernel_ms.get(task, 0.0) + value * scale
+    ours = {r["task_id"]: r["timing"]["reference"]["median_ms"] for _, r in _results(run_dir) if r.get("timing")}
+    rows = [
+        {
+            "task": task,
+            "ncu_ms": kernel_ms[task],
+            "kbench_ms": ours[task],
+            "diff_pct": 100 * (ours[task] / kernel_ms[task] - 1),
+        }
+        for task in sorted(set(kernel_ms) & set(ours))
+    ]
+    diffs = [abs(r["diff_pct"]) for r in rows]
+    return {
+        "tasks": rows,
+        "max_abs_diff_pct": max(diffs) if diffs else None,
+        "median_abs_diff_pct": statistics.median(diffs) if diffs else None,
+    }
+
+
+def _kbench(*args: str) -> list[str]:
+    return [sys.executable, "-m", "runner.cli", *args]
+
+
+def run_pass(out: Path, name: str, *overrides: str) -> Path:
+    """One ``h100_fullsuite`` run into ``out`` (resumed if an earlier call was cut off)."""
+    subprocess.run(
+        _kbench(
+            "run",
+            "experiment=h100_fullsuite",
+            f"run.out_dir={out}",
+            f"run.name={name}",
+            "run.progress=false",
+            *overrides,
+        ),
+        check=True,
+    )
+    return max(out.glob(f"*-{name}-*"), key=lambda p: p.stat().st_mtime)
+
+
+def lock_pair(out: Path, *overrides: str) -> dict:
+    """Two runs started together on GPU 0; their measurement windows must not overlap."""
+    procs = [
+        subprocess.Popen(
+            _kbench(
+                "run",
+                "hardware=h100",
+                "method=reference",
+                f"run.out_dir={out}",
+                f"run.name=lock{i}",
+                "run.progress=false",
+                "tracking=off",
+                *overrides,
+            )
+        )
+        for i in (1, 2)
+    ]
+    if any(proc.wait() for proc in procs):
+        raise RuntimeError("a lock run failed")
+    first, second = (max(out.glob(f"*-lock{i}-*"), key=lambda p: p.stat().st_mtime) for i in (1, 2))
+    return overlap(first, second)
+
+
+def profile(*task_ids: str) -> dict:
+    """Each task's reference at its performance shape, one call per NVTX range named by the task
+    (three warm-up calls outside it): the driver that ``ncu --nvtx`` profiles."""
+    import torch
+
+    from runner.paths import TASKS_DIR
+    from runner.tasks.loader import load_native_tasks
+    from runner.worker.loading import build_model, import_file, make_inputs
+
+    device = torch.device("cuda")
+    by_id = {task.task_id: task for task in load_native_tasks(TASKS_DIR)}
+    unknown = [task_id for task_id in task_ids if task_id not in by_id]
+    if unknown:
+        raise SystemExit(f"kbench bench: unknown task(s) {', '.join(unknown)}")
+    for task in (by_id[task_id] for task_id in task_ids):
+        module = import_file(task.path, f"kbench_profile_{task.task_id}")
+        dims = task.shapes["perf"]
+        with torch.no_grad():
+            model = build_model(module.Model, module, dims, device, 0)
+            inputs = make_inputs(module, dims, device, 1)
+            for _ in range(3):
+                model(*inputs)
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_push(task.task_id)
+            model(*inputs)
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_pop()
+    return {"profiled": list(task_ids)}
+
+
+# Single-kernel references (in eager PyTorch) of different kinds, for the Nsight Compute comparison.
+NCU_TASKS = (
+    "gelu_tanh",
+    "gelu_erf_bf16",
+    "leaky_relu_fp32",
+    "hardswish_mobilenetv3_fp16",
+    "matmul_square_fp32",
+    "linear_bias_fp16",
+    "sum_rows_fp32",
+    "softmax_attn_scores_fp32",
+    "cumsum_rows_fp32",
+    "layer_norm_falcon40b_fp32",
+    "max_pool2d_resnet50_stem_fp32",
+    "add_residual_bf16",
+)
+
+
+def accuracy(out: Path) -> dict:
+    """kbench's reference medians against Nsight Compute's kernel time, same tasks, same GPU.
+
+    ``--clock-control none`` keeps ncu from touching the clocks (kbench never changes them);
+    ``--cache-control all`` flushes caches before each kernel, like kbench's cold mode.
+    """
+    tasks = ",".join(NCU_TASKS)
+    run_dir = run_pass(out, "accuracy", "method=reference", "suite=full", f"suite.tasks=[{tasks}]", "tracking=off")
+    csv_path = out / "ncu.csv"
+    with csv_path.open("w") as handle:
+        subprocess.run(
+            [
+                "ncu",
+                "--clock-control",
+                "none",
+                "--cache-control",
+                "all",
+                "--nvtx",
+                "--print-nvtx-rename",
+                "none",
+                "--nvtx-include",
+                "regex:.*/",
+                "--metrics",
+                "gpu__time_duration.sum",
+                "--csv",
+                sys.executable,
+                "-m",
+                "runner.bench",
+                "profile",
+                *NCU_TASKS,
+            ],
+            stdout=handle,
+            check=True,
+        )
+    return ncu(csv_path, run_dir)
+
+
+def everything(out: Path) -> dict:
+    """The whole protocol of BENCHMARKS.md: two passes, the lock pair, the Nsight comparison."""
+    out.mkdir(parents=True, exist_ok=True)
+    figures = {"repeat": repeat(run_pass(out, "bench-a", "suite=quick"), run_pass(out, "bench-b", "suite=quick"))}
+    figures["lock"] = lock_pair(out, "suite=quick", "suite.limit=8")
+    if shutil.which("ncu"):
+        figures["accuracy"] = accuracy(out)
+    (out / "bench.json").write_text(json.dumps(figures, indent=1))
+    return figures
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["profile"]:
+        print(json.dumps(profile(*argv[1:])))
+        return 0
+    commands = {"all": everything, "repeat": repeat, "overlap": overlap, "ncu": ncu, "duty": duty, "accuracy": accuracy}
+    if not argv or argv[0] not in commands:
+        print(f"usage: python -m runner.bench {{{'|'.join(commands)}}} PATH [PATH]", file=sys.stderr)
+        return 2
+    paths = [Path(p) for p in argv[1:]]
+    creates = argv[0] in ("all", "accuracy")
+    missing = [str(p) for p in paths if not p.exists() and not creates]
+    if missing:
+        print(f"kbench bench: no such file or run directory: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    print(json.dumps(commands[argv[0]](*paths), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

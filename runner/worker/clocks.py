@@ -1,0 +1,90 @@
+"""What the GPU's clocks did during each batch of timing samples (NVML, read-only).
+
+The timing engine reads this monitor before and after every batch. A batch during which the
+GPU was slowed by power or heat (NVML's cumulative violation counters for the power and
+thermal policies grew, or a power/thermal throttle reason was set at either end) is thrown
+away and sampled again; every kept sample carries the SM clock read around its batch.
+
+Without NVML, or on a CPU, the monitor reports "not available" and discards nothing: the
+result says so rather than pretending the clocks were watched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runner.gpu.nvml import HARMFUL_THROTTLE, _nvml, throttle_names
+
+
+@dataclass(frozen=True)
+class ClockReading:
+    sm_clock_mhz: int
+    throttle_mask: int
+    power_violation_ns: int
+    thermal_violation_ns: int
+
+
+@dataclass(frozen=True)
+class BatchClocks:
+    sm_clock_mhz: float  # mean of the readings before and after the batch
+    throttled: bool
+    why: str = ""
+
+
+class ClockMonitor:
+    """Reads one GPU's SM clock, throttle reasons and violation counters by NVML."""
+
+    def __init__(self, uuid: str | None) -> None:
+        self.available = False
+        self.why = "not a CUDA device"
+        if uuid is None:
+            return
+        try:
+            self._nv = _nvml()
+            self._handle = self._nv.nvmlDeviceGetHandleByUUID(uuid)
+            self.read()
+        except Exception as exc:  # NVML missing or failing: the clocks are not watched
+            self.why = f"NVML: {exc}"
+            return
+        self.available = True
+        self.why = ""
+
+    def read(self) -> ClockReading:
+        nv, handle = self._nv, self._handle
+        return ClockReading(
+            sm_clock_mhz=nv.nvmlDeviceGetClockInfo(handle, nv.NVML_CLOCK_SM),
+            throttle_mask=nv.nvmlDeviceGetCurrentClocksEventReasons(handle),
+            power_violation_ns=_violation_ns(nv, handle, nv.NVML_PERF_POLICY_POWER),
+            thermal_violation_ns=_violation_ns(nv, handle, nv.NVML_PERF_POLICY_THERMAL),
+        )
+
+    def judge(self, before: ClockReading, after: ClockReading) -> BatchClocks:
+        clock = (before.sm_clock_mhz + after.sm_clock_mhz) / 2
+        reasons = []
+        harmful = (before.throttle_mask | after.throttle_mask) & HARMFUL_THROTTLE
+        if harmful:
+            reasons.append("throttle: " + ",".join(throttle_names(harmful)))
+        if after.power_violation_ns > before.power_violation_ns:
+            reasons.append(f"power violation {(after.power_violation_ns - before.power_violation_ns) / 1e6:.3f} ms")
+        if after.thermal_violation_ns > before.thermal_violation_ns:
+            reasons.append(
+                f"thermal violation {(after.thermal_violation_ns - before.thermal_violation_ns) / 1e6:.3f} ms"
+            )
+        return BatchClocks(clock, bool(reasons), "; ".join(reasons))
+
+
+def _violation_ns(nv, handle, policy) -> int:
+    try:
+        return int(nv.nvmlDeviceGetViolationStatus(handle, policy).violationTime)
+    except nv.NVMLError:  # not supported on this GPU: the throttle reasons still count
+        return 0
+
+
+def device_uuid(device) -> str | None:
+    """The NVML UUID (``GPU-...``) of a torch CUDA device, or None on a CPU."""
+    if device.type != "cuda":
+        return None
+    import torch
+
+    uuid = str(torch.cuda.get_device_properties(device).uuid)
+    return uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"

@@ -1,0 +1,28 @@
+# expect: integrity_violation static_torch_layer
+# nn.Linear built in __init__ (cuBLAS) does the GEMM; the kernel only copies its result.
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
+def _copy(x):
+    out = torch.empty_like(x)
+    _copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+    return out
+
+
+class ModelNew(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.proj = nn.Linear(features, features)
+
+    def forward(self, x):
+        return _copy(self.proj(x))

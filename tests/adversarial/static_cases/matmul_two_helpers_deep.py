@@ -1,0 +1,32 @@
+# expect: integrity_violation static_torch_compute
+# A token kernel for show; the real work is torch.matmul two helper calls away from forward.
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
+def _copy(x):
+    out = torch.empty_like(x)
+    _copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+    return out
+
+
+def _project(a, b):
+    return _contract(a, b)
+
+
+def _contract(a, b):
+    return torch.matmul(a, b)
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return _project(_copy(a), b)

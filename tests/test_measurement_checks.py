@@ -1,0 +1,78 @@
+"""The judgments around a measurement: roofline floors, throttled batches, unjoined stream work.
+
+Pure functions on hand-made readings with known answers; the GPU runs them for real in
+tests/test_gpu.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from runner.analysis.roofline import PHYSICS_MARGIN, roofline_for
+from runner.worker.clocks import ClockMonitor, ClockReading
+from runner.worker.integrity import unjoined_work
+
+PEAKS = {"bandwidth_tbps": 2.0, "tflops": {"float32": 50.0, "bfloat16": 1000.0, "int8": 2000.0}}
+COPY = {"flops": "n", "bytes": "8 * n", "dtype": "float32"}
+GEMM = {"flops": "2 * n * n * n", "bytes": "2 * 3 * n * n", "dtype": "bfloat16"}
+
+
+def test_memory_bound_floor_and_achieved_figures():
+    roof = roofline_for(COPY, {"n": 250_000_000}, PEAKS)  # 2 GB at 2 TB/s: 1 ms
+    assert roof.bound == "memory" and math.isclose(roof.floor_ms, 1.0) and math.isclose(roof.physics_floor_ms, 1.0)
+    achieved = roof.achieved(2.0)
+    assert math.isclose(achieved["tbps"], 1.0) and math.isclose(achieved["sol_pct"], 50.0)
+    assert roof.impossible(1.0) is None and roof.impossible(PHYSICS_MARGIN * 1.0 * 1.001) is None
+    assert "physical floor" in roof.impossible(0.5)
+
+
+def test_compute_bound_floor_uses_the_dtype_peak_and_physics_the_fastest():
+    roof = roofline_for(GEMM, {"n": 10_000}, PEAKS)  # 2 TFLOP: 2 ms at 1000 TFLOP/s, 1 ms at 2000
+    assert roof.bound == "compute" and math.isclose(roof.floor_ms, 2.0) and math.isclose(roof.physics_floor_ms, 1.0)
+    assert roof.impossible(1.5) is None  # faster than bf16 allows, possible in int8/fp8 math
+    assert roof.impossible(0.5) is not None
+
+
+def test_no_roofline_without_peaks_or_formulas():
+    assert roofline_for(COPY, {"n": 10}, None) is None
+    assert roofline_for({"flops": None, "bytes": None, "dtype": "float32"}, {"n": 10}, PEAKS) is None
+
+
+def _reading(clock=1980, mask=0, power=0, thermal=0):
+    return ClockReading(clock, mask, power, thermal)
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "throttled", "why"),
+    [
+        (_reading(), _reading(1970), False, ""),
+        (_reading(), _reading(mask=0x1), False, ""),  # idle is not a slowdown
+        (_reading(), _reading(mask=0x4), True, "sw_power_cap"),
+        (_reading(mask=0x20), _reading(), True, "sw_thermal_slowdown"),
+        (_reading(power=5), _reading(power=3_000_005), True, "power violation 3.000 ms"),
+        (_reading(thermal=1), _reading(thermal=2), True, "thermal violation"),
+    ],
+)
+def test_a_batch_is_thrown_away_when_power_or_heat_slowed_it(before, after, throttled, why):
+    judged = ClockMonitor(None).judge(before, after)
+    assert judged.throttled is throttled and why in judged.why
+    assert judged.sm_clock_mhz == (before.sm_clock_mhz + after.sm_clock_mhz) / 2
+
+
+def test_clock_monitor_off_a_gpu_says_why():
+    monitor = ClockMonitor(None)
+    assert not monitor.available and monitor.why == "not a CUDA device"
+
+
+def test_unjoined_stream_work_is_the_candidates_excess_sync_gap():
+    honest = {"reference": 0.012, "candidate": 0.015}
+    assert unjoined_work(honest, 1.0) is None
+    hidden = {"reference": 0.012, "candidate": 0.95}  # events saw 0.05 ms, the synchronised call ~1 ms
+    assert "another stream" in unjoined_work(hidden, 0.05)
+    assert unjoined_work({}, 1.0) is None  # CPU: no audit
+    tiny = {"reference": 0.010, "candidate": 0.025}  # 15 us of jitter on a tiny kernel: not evidence
+    assert unjoined_work(tiny, 0.01) is None
+    triton = {"reference": 0.093, "candidate": 0.133}  # H100, honest Triton gelu: launch latency only
+    assert unjoined_work(triton, 0.715) is None

@@ -1,0 +1,467 @@
+"""The static screen: honest candidates pass their policy, hidden PyTorch and hostile code do not.
+
+Each cheat below is a small source whose expected reason is asserted exactly; the honest
+candidates are written to look like the cheats (helpers, aliases, ``self.<attr>`` helpers,
+allocations, views) so that a screen which flags too much fails here as surely as one that
+flags too little.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from runner.configure import ConfigError, compose_config, to_settings
+from runner.methods.reference import _SUFFIX as REFERENCE_SUFFIX
+from runner.methods.torch_compile import _SUFFIX as COMPILE_SUFFIX
+from runner.static_check import FORBIDDEN, REASONS, IntegrityPolicy, screen_candidate
+from tests.test_triton_interpreter import TRITON_CANDIDATE
+
+TASK_FILES = sorted((Path(__file__).resolve().parent.parent / "tasks").glob("*/*.py"))
+
+HEADER = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2.0, mask=mask)
+
+
+def _launch(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    _scale_kernel[(triton.cdiv(n, 256),)](x, out, n, BLOCK=256)
+    return out
+"""
+
+
+def _screen(body: str, policy: str = "own_kernels"):
+    return screen_candidate(HEADER + textwrap.dedent(body), policy)
+
+
+def _reasons(report) -> set[str]:
+    return {f.reason for f in report.findings}
+
+
+# -- honest candidates ----------------------------------------------------------------------
+
+HONEST = {
+    "interpreter_test_candidate": None,
+    "helper_with_empty_like": """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                flat = x.contiguous().view(-1)
+                return _launch(flat).view_as(x)
+    """,
+    "grid_lambda_and_sizes": """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                out = torch.empty(x.shape, device=x.device, dtype=x.dtype)
+                n = x.numel()
+                block = min(1024, triton.next_power_of_2(n + 1))
+                grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)
+                if x.dim() == 2 and x.shape[0] > 0 and x is not None:
+                    pass
+                _scale_kernel[grid](x.to(x.device), out, n, BLOCK=block)
+                return out
+    """,
+    "helper_in_self_attr_and_method": """
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.run = _launch
+                self.linear = nn.Linear(4, 4)
+
+            def _go(self, x):
+                return self.run(x)
+
+            def forward(self, x):
+                w = self.linear.weight.view(-1)
+                return self._go(x), _launch(w)
+    """,
+    "extension_module": """
+        from torch.utils.cpp_extension import load_inline
+
+        _ext = load_inline(name="scale", cpp_sources="", cuda_sources="", functions=["scale"])
+
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return _ext.scale(x)
+    """,
+}
+
+
+@pytest.mark.parametrize("name", HONEST)
+def test_honest_candidate_passes_own_kernels(name):
+    source = TRITON_CANDIDATE if HONEST[name] is None else HEADER + textwrap.dedent(HONEST[name])
+    report = screen_candidate(source, "own_kernels")
+    assert report.violation is None, report.findings
+    assert report.kernel_launches >= 1 and report.findings == ()
+
+
+@pytest.mark.parametrize("path", TASK_FILES, ids=[p.stem for p in TASK_FILES])
+def test_reference_and_torch_compile_pass_allow_torch_but_not_own_kernels(path):
+    source = path.read_text()
+    for candidate in (source + REFERENCE_SUFFIX, source + COMPILE_SUFFIX.format(mode="default")):
+        assert screen_candidate(candidate, "allow_torch").violation is None
+        strict = screen_candidate(candidate, "own_kernels").violation
+        assert strict is not None and strict.reason in ("static_torch_compute", "static_torch_layer"), strict
+
+
+# -- PyTorch compute hidden from a reader -----------------------------------------------------
+
+HIDDEN_COMPUTE = {
+    "two_calls_deep": """
+        def _inner(a, b):
+            return torch.matmul(a, b)
+
+        def _outer(a, b):
+            return _inner(a, b)
+
+        class ModelNew(nn.Module):
+            def forward(self, x, y):
+                _launch(x)
+                return _outer(x, y)
+    """,
+    "getattr_folded_name": """
+        class ModelNew(nn.Module):
+            def forward(self, x, y):
+                _launch(x)
+                return getattr(torch, "mat" + "mul")(x, y)
+    """,
+    "functional_alias": """
+        import torch.nn.functional as Fn
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return Fn.gelu(_launch(x))
+    """,
+    "from_import_alias": """
+        from torch import matmul as mm
+
+        class ModelNew(nn.Module):
+            def forward(self, x, y):
+                _launch(x)
+                return mm(x, y)
+    """,
+    "module_dict_lookup": """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                _launch(x)
+                return torch.__dict__["softmax"](x, -1)
+    """,
+    "local_alias_of_function": """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                op = torch.nn.functional.silu
+                _launch(x)
+                return op(x)
+    """,
+    "matmul_operator": """
+        class ModelNew(nn.Module):
+            def forward(self, x, w):
+                _launch(x)
+                return x @ w
+    """,
+    "arithmetic_on_kernel_output": """
+        class ModelNew(nn.Module):
+            def forward(self, x, y):
+                out = _launch(x)
+                return out + y
+    """,
+    "arithmetic_in_helper_on_passed_tensor": """
+        def _finish(t, scale):
+            return t * scale
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return _finish(_launch(x), 0.5)
+    """,
+    "tensor_method": """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return _launch(x).sum(dim=-1)
+    """,
+    "cast_with_to": """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return _launch(x.to(torch.bfloat16))
+    """,
+    "lambda_in_self_attr": """
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.op = lambda a, b: torch.addmm(b, a, a)
+
+            def forward(self, x, y):
+                _launch(x)
+                return self.op(x, y)
+    """,
+    "helper_class_instance": """
+        class _Impl:
+            def __call__(self, t):
+                return torch.softmax(t, dim=-1)
+
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.impl = _Impl()
+
+            def forward(self, x):
+                _launch(x)
+                return self.impl(x)
+    """,
+    "inherited_forward": """
+        class _Base(nn.Module):
+            def forward(self, x):
+                return torch.relu(x)
+
+        class ModelNew(_Base):
+            def __init__(self):
+                super().__init__()
+                _launch(torch.zeros(4))
+    """,
+    "super_forward": """
+        class _Base(nn.Module):
+            def forward(self, x):
+                return torch.tanh(x)
+
+        class ModelNew(_Base):
+            def forward(self, x):
+                _launch(x)
+                return super().forward(x)
+    """,
+    "nested_function": """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                def finish(t):
+                    return torch.exp(t)
+                return finish(_launch(x))
+    """,
+    "torch_compile_in_forward": """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                _launch(x)
+                return torch.compile(torch.sin)(x)
+    """,
+    "compiled_in_init": """
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fast = torch.compile(torch.cos)
+
+            def forward(self, x):
+                _launch(x)
+                return self.fast(x)
+    """,
+    "aten_op": """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                _launch(x)
+                return torch.ops.aten.mul.Tensor(x, x)
+    """,
+    "forward_hook": """
+        def _hook(module, inputs, output):
+            return torch.neg(output)
+
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_forward_hook(_hook)
+
+            def forward(self, x):
+                return _launch(x)
+    """,
+}
+
+
+@pytest.mark.parametrize("name", HIDDEN_COMPUTE)
+def test_hidden_torch_compute_is_caught(name):
+    report = _screen(HIDDEN_COMPUTE[name])
+    assert report.violation is not None and report.violation.reason == "static_torch_compute", report.findings
+    assert screen_candidate(HEADER + textwrap.dedent(HIDDEN_COMPUTE[name]), "allow_torch").violation is None
+
+
+def test_evidence_points_at_the_hidden_call():
+    report = _screen(HIDDEN_COMPUTE["two_calls_deep"])
+    assert report.violation.evidence == "torch.matmul(a, b)"
+    assert report.violation.line == HEADER.count("\n") + 3
+
+
+# -- other reasons --------------------------------------------------------------------------
+
+CHEATS = {
+    "linear_layer": (
+        "static_torch_layer",
+        """
+        class ModelNew(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.proj = nn.Linear(n, n)
+
+            def forward(self, x):
+                return _launch(self.proj(x))
+        """,
+    ),
+    "layers_in_a_list": (
+        "static_torch_layer",
+        """
+        class ModelNew(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.blocks = nn.ModuleList([nn.Conv2d(n, n, 3) for _ in range(2)])
+
+            def forward(self, x):
+                for block in self.blocks:
+                    x = block(x)
+                return _launch(x)
+        """,
+    ),
+    "try_fallback": (
+        "static_try_fallback",
+        """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                try:
+                    return _launch(x)
+                except RuntimeError:
+                    return x
+        """,
+    ),
+    "kernel_never_launched": (
+        "static_no_kernel",
+        """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return x.view(-1).view_as(x)
+        """,
+    ),
+    "item_to_host": (
+        "static_host_compute",
+        """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                _launch(x)
+                return x.new_full((1,), x.max().item())
+        """,
+    ),
+    "model_new_is_an_alias": ("static_opaque_model_new", "\nclass Model(nn.Module):\n    pass\n\nModelNew = Model\n"),
+    "model_new_not_a_module": (
+        "static_opaque_model_new",
+        """
+        class ModelNew:
+            def forward(self, x):
+                return _launch(x)
+        """,
+    ),
+    "side_stream": (
+        "static_stream",
+        """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                with torch.cuda.stream(torch.cuda.Stream()):
+                    return _launch(x)
+        """,
+    ),
+}
+
+# Hostile in any method, reference and torch_compile included.
+HOSTILE = {
+    "thread": ("static_thread_or_process", "import threading\nthreading.Thread(target=print).start()\n"),
+    "os_system": ("static_thread_or_process", "import os\nos.system('nvidia-smi')\n"),
+    "patch_torch": ("static_monkey_patch", "torch.allclose = lambda *a, **k: True\n"),
+    "patch_timer": ("static_monkey_patch", "import time as _t\nsetattr(_t, 'perf_counter', lambda: 0.0)\n"),
+    "patch_via_dict": ("static_monkey_patch", "torch.testing.__dict__['assert_close'] = print\n"),
+    "patch_builtins": ("static_monkey_patch", "import builtins\nbuiltins.print = None\n"),
+    "harness_import": ("static_harness_import", "from runner.worker import timing\n"),
+    "reference_module": ("static_harness_import", "import kbench_task\n"),
+    "frame": ("static_introspection", "import sys\nFRAME = sys._getframe(1).f_locals\n"),
+    "gc_objects": ("static_introspection", "import gc\nALL = gc.get_objects()\n"),
+    "inspect_stack": ("static_introspection", "import inspect\nSTACK = inspect.stack()\n"),
+    "exec": ("static_dynamic_code", "exec('import os')\n"),
+    "eval": ("static_dynamic_code", "OP = eval('torch.mat' + 'mul')\n"),
+    "compile": ("static_dynamic_code", "CODE = compile('1', 'f', 'eval')\n"),
+    "dunder_import": ("static_dynamic_code", "T = __import__('torch')\n"),
+    "getattr_unknown_name": ("static_dynamic_code", "NAME = 'sum'\nOP = getattr(torch, NAME)\n"),
+    "open_file": ("static_file_or_env", "DATA = open('/tmp/expected.pt', 'rb').read()\n"),
+    "environment": ("static_file_or_env", "import os\nMODE = os.environ.get('KBENCH_MODE')\n"),
+}
+
+HONEST_MODEL = """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return _launch(x)
+"""
+
+
+@pytest.mark.parametrize("name", CHEATS)
+def test_cheat_gets_its_reason_under_own_kernels(name):
+    reason, body = CHEATS[name]
+    report = _screen(body)
+    assert report.violation is not None and report.violation.reason == reason, report.findings
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+@pytest.mark.parametrize("policy", [IntegrityPolicy.allow_torch, IntegrityPolicy.own_kernels])
+def test_hostile_code_is_a_violation_under_every_screening_policy(name, policy):
+    reason, snippet = HOSTILE[name]
+    report = _screen(snippet + HONEST_MODEL, policy.value)
+    assert report.violation is not None and report.violation.reason == reason, report.findings
+    clean = _screen(HONEST_MODEL, policy.value)
+    assert clean.violation is None and clean.findings == ()
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_policy_off_records_findings_and_forbids_nothing(name):
+    reason, snippet = HOSTILE[name]
+    report = _screen(snippet + HONEST_MODEL, "off")
+    assert report.violation is None and reason in {f.reason for f in report.findings}
+
+
+def test_sizes_and_python_arithmetic_are_not_compute():
+    report = _screen(
+        """
+        class ModelNew(nn.Module):
+            def forward(self, x, y):
+                rows, cols = x.shape
+                n = x.numel() + y.numel() * 2
+                scale = cols ** -0.5 if n > 0 else 1.0
+                sizes = [s * 2 for s in x.size()]
+                return _launch(x.reshape(rows * cols)), scale, sizes
+        """
+    )
+    assert report.findings == (), report.findings
+
+
+def test_structural_findings_are_left_to_the_worker():
+    broken = screen_candidate("def forward(:\n", "own_kernels")
+    assert broken.violation is None and [f.reason for f in broken.findings] == ["static_syntax_error"]
+    missing = screen_candidate("import torch\n", "own_kernels")
+    assert missing.violation is None and [f.reason for f in missing.findings] == ["static_no_model_new"]
+
+
+def test_unknown_policy_is_refused():
+    with pytest.raises(ValueError):
+        screen_candidate(HONEST_MODEL, "allow_everything")
+
+
+def test_policies_forbid_only_known_reasons():
+    assert FORBIDDEN[IntegrityPolicy.allow_torch] < FORBIDDEN[IntegrityPolicy.own_kernels] <= REASONS
+    assert all(r.startswith("static_") for r in REASONS)
+
+
+def test_methods_carry_their_policy():
+    cfg = compose_config(["method=[reference,torch_compile,directory]", "method.directory.path=/tmp"])
+    policies = {name: options["integrity_policy"] for name, options in to_settings(cfg).methods.items()}
+    assert policies == {"reference": "allow_torch", "torch_compile": "allow_torch", "directory": "own_kernels"}
+    with pytest.raises(ConfigError, match="integrity_policy"):
+        compose_config(["method=directory", "method.directory.path=/tmp", "method.directory.integrity_policy=lax"])
