@@ -20,6 +20,7 @@ Each prints one JSON object; BENCHMARKS.md records them with the command, machin
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -101,6 +102,9 @@ def overlap(run_a: Path, run_b: Path) -> dict:
     return {"windows": [len(first), len(second)], "overlapping_pairs": len(clashes), "examples": clashes[:3]}
 
 
+_NVTX_COLUMN = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+
+
 def ncu(profile_csv: Path, run_dir: Path) -> dict:
     """``profile_csv``: ``ncu --csv --metrics gpu__time_duration.sum`` output with NVTX range ``task_id``."""
     import csv
@@ -111,14 +115,11 @@ def ncu(profile_csv: Path, run_dir: Path) -> dict:
     for row in csv.DictReader(lines):
         if row.get("Metric Name") != "gpu__time_duration.sum":
             continue
-        task = (
-            row.get("thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg")
-            or row.get("NVTX Range")
-            or ""
-        ).split(":")[-1].strip() or row.get("Kernel Name", "?")
+        match = re.search(r"<default domain>:([^:]+):", row.get(_NVTX_COLUMN, ""))
+        task = match.group(1) if match else row.get("Kernel Name", "?")
         value = float(row["Metric Value"].replace(",", ""))
-        unit = row.get("Metric Unit", "nsecond")
-        scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0}.get(unit, 1e-6)
+        unit = row.get("Metric Unit", "ns")
+        scale = {"ns": 1e-6, "nsecond": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0}[unit]
         kernel_ms[task] = kernel_ms.get(task, 0.0) + value * scale
     ours = {r["task_id"]: r["timing"]["reference"]["median_ms"] for _, r in _results(run_dir) if r.get("timing")}
     rows = [

@@ -51,6 +51,19 @@ def kbench(*args: str, cwd: Path, timeout: float = 600, env: dict | None = None)
 FAST_TIMING = ("eval.timing.min_samples=5", "eval.timing.time_cap_s=1", "eval.timing.warmup_ms=1")
 
 
+def processes_under(root: Path) -> list[int]:
+    """Live processes whose working folder lies under ``root`` (what a sandbox left behind)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if cwd.startswith(str(root)):
+            found.append(int(pid))
+    return found
+
+
 def results_of(run_dir: Path) -> list[dict]:
     """The rows of a finished run's ``results.jsonl``."""
     return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]

@@ -68,42 +68,31 @@ def get_init_inputs():
     return []
 """
 
+HIDES_WORK = """
+    import torch
+    import torch.nn as nn
+
+
+    class ModelNew(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.side = torch.cuda.Stream()
+
+        def forward(self, x):
+            self.side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(self.side):
+                out = torch.nn.functional.gelu(x, approximate="tanh") * 2.0
+            return out
+"""
 CANDIDATES = {
     # The work goes to a side stream that the caller's stream never waits for: the end event
     # is reached at once. Correct values (the worker synchronises before checking).
-    "hides_work_on_side_stream": """
-        import torch
-        import torch.nn as nn
-
-
-        class ModelNew(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.side = torch.cuda.Stream()
-
-            def forward(self, x):
-                self.side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(self.side):
-                    out = torch.nn.functional.gelu(x, approximate="tanh") * 2.0
-                return out
-    """,
-    "honest_joined_side_stream": """
-        import torch
-        import torch.nn as nn
-
-
-        class ModelNew(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.side = torch.cuda.Stream()
-
-            def forward(self, x):
-                self.side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(self.side):
-                    out = torch.nn.functional.gelu(x, approximate="tanh") * 2.0
-                torch.cuda.current_stream().wait_stream(self.side)
-                return out
-    """,
+    "hides_work_on_side_stream": HIDES_WORK,
+    # The same with the caller's stream waiting for the side stream: honest.
+    "honest_joined_side_stream": HIDES_WORK.replace(
+        "            return out",
+        "            torch.cuda.current_stream().wait_stream(self.side)\n            return out",
+    ),
 }
 
 
@@ -118,7 +107,8 @@ def test_unjoined_stream_work_graphs_clocks_and_roofline(tmp_path):
         f"suite.path={suite}",
         "method=directory",
         f"method.directory.path={tmp_path / 'cands'}",
-        "method.directory.integrity_policy=allow_torch",
+        # The static screen forbids side streams outright; this checks the runtime audit behind it.
+        "method.directory.integrity_policy=off",
         "tracking=off",
         *FAST_TIMING,
         cwd=tmp_path,
@@ -130,7 +120,8 @@ def test_unjoined_stream_work_graphs_clocks_and_roofline(tmp_path):
         "integrity_violation",
         "unjoined_stream_work",
     )
-    assert rows["honest_joined_side_stream"]["verdict"] == "correct", rows["honest_joined_side_stream"]
+    joined = rows["honest_joined_side_stream"]
+    assert joined["verdict"] == "correct", (joined["verdict"], joined["reason"], joined.get("message"))
     results = [json.loads(path.read_text()) for path in (run_dir / "jobs").glob("*/out/result.json")]
     (honest,) = [r for r in results if r["task_id"].endswith("honest_joined_side_stream")]
     timing = honest["timing"]

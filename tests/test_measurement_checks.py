@@ -49,16 +49,24 @@ def _reading(clock=1980, mask=0, power=0, thermal=0):
     [
         (_reading(), _reading(1970), False, ""),
         (_reading(), _reading(mask=0x1), False, ""),  # idle is not a slowdown
-        (_reading(), _reading(mask=0x4), True, "sw_power_cap"),
+        (_reading(), _reading(mask=0x4), False, ""),  # the power cap: a heavy kernel's steady state
+        (_reading(power=5), _reading(power=3_000_005), False, ""),
         (_reading(mask=0x20), _reading(), True, "sw_thermal_slowdown"),
-        (_reading(power=5), _reading(power=3_000_005), True, "power violation 3.000 ms"),
+        (_reading(mask=0x8), _reading(), True, "hw_slowdown"),
         (_reading(thermal=1), _reading(thermal=2), True, "thermal violation"),
     ],
 )
-def test_a_batch_is_thrown_away_when_power_or_heat_slowed_it(before, after, throttled, why):
+def test_a_batch_is_thrown_away_when_heat_or_hardware_slowed_it(before, after, throttled, why):
     judged = ClockMonitor(None).judge(before, after)
     assert judged.throttled is throttled and why in judged.why
     assert judged.sm_clock_mhz == (before.sm_clock_mhz + after.sm_clock_mhz) / 2
+
+
+def test_power_capped_batches_are_counted_and_discarded_only_on_request():
+    capped = ClockMonitor(None).judge(_reading(power=5), _reading(mask=0x4, power=3_000_005))
+    assert capped.power_capped and not capped.throttled
+    strict = ClockMonitor(None).judge(_reading(power=5), _reading(mask=0x4, power=3_000_005), True)
+    assert strict.throttled and "sw_power_cap" in strict.why and "power violation 3.000 ms" in strict.why
 
 
 def test_clock_monitor_off_a_gpu_says_why():
@@ -76,3 +84,5 @@ def test_unjoined_stream_work_is_the_candidates_excess_sync_gap():
     assert unjoined_work(tiny, 0.01) is None
     triton = {"reference": 0.093, "candidate": 0.133}  # H100, honest Triton gelu: launch latency only
     assert unjoined_work(triton, 0.715) is None
+    compiled = {"reference": 0.310, "candidate": 0.655}  # H100, a torch.compile graph: 48% of its audit
+    assert unjoined_work(compiled, 0.378) is None

@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from tests.conftest import FAST_TIMING, HONEST_CANDIDATE, kbench, make_kernelbench_dir, results_of, write_candidates
+from tests.conftest import (
+    FAST_TIMING,
+    HONEST_CANDIDATE,
+    kbench,
+    make_kernelbench_dir,
+    processes_under,
+    results_of,
+    write_candidates,
+)
 
 NAMES = ["1_a", "2_b", "3_c"]
-
-
-def _processes_under(root: Path) -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cwd = os.readlink(f"/proc/{pid}/cwd")
-        except OSError:
-            continue
-        if cwd.startswith(str(root)):
-            found.append(int(pid))
-    return found
 
 
 def test_prestart_and_warmup(tmp_path: Path):
@@ -48,4 +43,4 @@ def test_prestart_and_warmup(tmp_path: Path):
     assert manifest["warmup_s"] > 0
     assert not (run_dir / "warmup").exists()
     assert not list((run_dir / "cache" / "sandboxes").iterdir())
-    assert not _processes_under(tmp_path)
+    assert not processes_under(tmp_path)

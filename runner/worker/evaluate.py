@@ -262,6 +262,7 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
     timing.input_sets = len(input_sets)
     result.timing = timing
     write_json_atomic(job_dir / OUT_DIR / SAMPLES_FILE, raw)
+    clock.mark("checks_after_timing")
     result.integrity["runtime_checks"] = ["timed_output", "sync_audit"] if device.type == "cuda" else ["timed_output"]
     evidence = unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms)
     if evidence:

@@ -106,10 +106,13 @@ def poison_allocator(like: list) -> None:
     del blocks
 
 
-# A synchronised audit may exceed the events by launch and sync latency (measured on an H100 with
-# honest Triton kernels: up to 0.045 ms more than the reference's); beyond this it is hidden work.
+# A synchronised audit may exceed the events by launch and sync latency: on an H100, honest Triton
+# kernels up to 0.045 ms more than the reference's, one torch.compile graph 0.345 ms (48% of its
+# audited time). Hiding work on a side stream hides nearly all of it (96% in tests/test_gpu.py):
+# flagged when the excess is over 0.1 ms and over 75% of the audited time. Partial hiding below
+# that is left to the static screen, which forbids side streams outright.
 UNJOINED_MIN_MS = 0.1
-UNJOINED_FRACTION = 0.25
+UNJOINED_FRACTION = 0.75
 
 
 def unjoined_work(sync_gap_ms: dict, candidate_median_ms: float) -> str | None:

@@ -58,7 +58,8 @@ class TimingSettings:
     sync: str = "events"
     graphs: bool = False  # replay each side as a captured CUDA graph (no launch overhead); GPU only
     input_sets: int = 3  # timed calls rotate among this many input sets (caching by pointer fails)
-    max_throttled_batches: int = 20  # batches thrown away for power/thermal throttling before giving up
+    max_throttled_batches: int = 20  # batches thrown away (heat, hardware slowdown) before giving up
+    discard_power_capped: bool = False  # also throw away batches run at the software power cap
 
 
 @dataclass
@@ -105,7 +106,8 @@ class Timing:
     input_sets: int = 1
     clocks_watched: str = "not available"  # "nvml", or why the clocks were not watched
     sm_clock_mhz: float | None = None  # median SM clock over the kept batches
-    throttled_batches: int = 0  # batches discarded because the GPU was slowed by power or heat
+    throttled_batches: int = 0  # batches discarded because the GPU was slowed by heat or hardware
+    power_capped_batches: int = 0  # kept batches during which the GPU ran at its software power cap
     sync_gap_ms: dict = field(default_factory=dict)  # per side: synchronised audit minus event median
     window: list = field(default_factory=list)  # [start, end] of the timing loop, epoch seconds (lock audits)
 

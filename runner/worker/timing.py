@@ -8,11 +8,12 @@ one synchronisation per batch so the host never makes the GPU wait. Sampling sto
 estimated relative noise of the median ratio is under the target (after a minimum count),
 or at a sample or time cap. On a CPU the same loop runs on the host clock.
 
-Around every batch the GPU's clocks are read (``clocks.py``): a batch slowed by power or heat
-is thrown away and taken again, and each kept sample records its SM clock. Each batch also
-takes one audit sample per side closed by a device-wide synchronisation: the gap between the
-audited and the event-timed median exposes work left running on another stream
-(``sync_gap_ms``; judged in ``integrity.py``). ``sync="device"`` closes every sample that
+Around every batch the GPU's clocks are read (``clocks.py``): a batch slowed by heat or a
+hardware slowdown is thrown away and taken again (power-capped batches are counted, and
+thrown away too with ``discard_power_capped``); each kept sample records its SM clock. Each batch also
+ends with one audit call of a side chosen at random, closed by a device-wide synchronisation:
+the gap between the audited and the event-timed medians exposes work left running on another
+stream (``sync_gap_ms``; judged in ``integrity.py``). ``sync="device"`` closes every sample that
 way; ``graphs=True`` replays each side as a CUDA graph, keeping launch overhead out.
 """
 
@@ -57,37 +58,50 @@ def measure_pair(
     clocks = {side: [] for side in sides}
     audits = {side: [] for side in sides}
     throttled: list[dict] = []
+    power_capped = 0
+    first_audited = rng.randrange(2)
+    batches = 0
     order_log = []
     stop_reason = "max_samples"
     while len(samples["reference"]) < settings.max_samples:
+        batches += 1
         order = []
         for _ in range(settings.batch):
             pair = list(sides)
             rng.shuffle(pair)
             order.extend(pair)
         before = monitor.read() if monitor.available else None
-        times = sampler.run_batch([reference if side == "reference" else candidate for side in order])
-        audit = sampler.audit((reference, candidate)) if cuda and settings.sync == "events" else None
-        batch_clock = monitor.judge(before, monitor.read()) if monitor.available else None
+        audited = None
+        if cuda and settings.sync == "events":
+            # Each batch audits one side; the sides alternate from a random start, so both are audited.
+            audited = sides[(first_audited + batches) % 2]
+        times, audit_ms = sampler.run_batch(
+            [reference if side == "reference" else candidate for side in order],
+            audit={"reference": reference, "candidate": candidate}.get(audited),
+        )
+        batch_clock = (
+            monitor.judge(before, monitor.read(), settings.discard_power_capped) if monitor.available else None
+        )
         if batch_clock is not None and batch_clock.throttled:
             throttled.append({"after_samples": len(samples["reference"]), "why": batch_clock.why})
             if len(throttled) > settings.max_throttled_batches:
                 stop_reason = "throttled"
                 break
             continue  # thrown away and taken again
+        power_capped += bool(batch_clock and batch_clock.power_capped)
         for side, elapsed in zip(order, times):
             samples[side].append(elapsed)
             clocks[side].append(batch_clock.sm_clock_mhz if batch_clock else None)
-        if audit is not None:
-            audits["reference"].append(audit[0])
-            audits["candidate"].append(audit[1])
+        if audit_ms is not None:
+            audits[audited].append(audit_ms)
         order_log.extend(order)
         n = len(samples["reference"])
         noise = _ratio_noise(samples["reference"], samples["candidate"])
-        if n >= settings.min_samples and noise <= settings.target_noise:
+        both_audited = audited is None or batches >= 2
+        if n >= settings.min_samples and noise <= settings.target_noise and both_audited:
             stop_reason = "noise_target"
             break
-        if time.perf_counter() - started > settings.time_cap_s and n >= min(settings.min_samples, 10):
+        if time.perf_counter() - started > settings.time_cap_s and n >= min(settings.min_samples, 10) and both_audited:
             stop_reason = "time_cap"
             break
     if not samples["reference"]:
@@ -112,6 +126,7 @@ def measure_pair(
         clocks_watched="nvml" if monitor.available else monitor.why,
         sm_clock_mhz=statistics.median(kept_clocks) if kept_clocks else None,
         throttled_batches=len(throttled),
+        power_capped_batches=power_capped,
         sync_gap_ms={
             side: statistics.median(audits[side]) - statistics.median(samples[side]) for side in sides if audits[side]
         },
@@ -151,7 +166,7 @@ def _warm_up(fn, sampler, warmup_ms: float) -> None:
     spent = 0.0
     calls = 0
     while calls < 3 or spent < warmup_ms:
-        spent += sum(sampler.run_batch([fn]))
+        spent += sum(sampler.run_batch([fn])[0])
         calls += 1
         if calls >= 1000:
             break
@@ -191,17 +206,13 @@ class _HostSampler:
     clock = "host_perf_counter"
     flushes = False
 
-    def run_batch(self, fns) -> list[float]:
+    def run_batch(self, fns, audit=None) -> tuple[list[float], None]:
         times = []
         for fn in fns:
             start = time.perf_counter_ns()
             fn()
             times.append((time.perf_counter_ns() - start) / 1e6)
-        return times
-
-
-# ~100 us at H100 clocks: longer than launching a typical call from Python.
-_LAUNCH_COVER_CYCLES = 200_000
+        return times, None
 
 
 class _CudaSampler:
@@ -221,8 +232,16 @@ class _CudaSampler:
             self.events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
         return self.events[:count]
 
-    def run_batch(self, fns) -> list[float]:
-        pairs = self._pairs(len(fns))
+    def run_batch(self, fns, audit=None) -> tuple[list[float], float | None]:
+        """Queue one sample per function, then (optionally) the audit call, then synchronise once.
+
+        The audit call is closed by a device-wide synchronisation before its end event, so it
+        counts work on every stream. Queued behind the batch, its host-side launch cost is
+        hidden like the samples' (the GPU is still busy with the batch while the host launches
+        it); what it adds beyond the events is the synchronisation's own latency, alike for
+        both sides, plus any work the call left running on another stream.
+        """
+        pairs = self._pairs(len(fns) + 1)
         for fn, (start, end) in zip(fns, pairs):
             if self.flush_buffer is not None:
                 self.flush_buffer.zero_()
@@ -231,26 +250,14 @@ class _CudaSampler:
             if self.device_sync:
                 torch.cuda.synchronize(self.device)  # every stream's work ends before the end event
             end.record()
-        torch.cuda.synchronize(self.device)
-        return [start.elapsed_time(end) for start, end in pairs]
-
-    def audit(self, fns) -> list[float]:
-        """One sample per function closed by a device-wide synchronisation (not kept as timing).
-
-        A spin kernel ahead of the start event keeps the GPU busy while the host launches the
-        call, so the host's launch latency is not counted; what the synchronisation adds beyond
-        the events is then its own latency (alike for both sides) plus work on other streams.
-        """
-        pairs = self._pairs(len(fns))
-        times = []
-        for fn, (start, end) in zip(fns, pairs):
+        if audit is not None:
+            start, end = pairs[len(fns)]
             if self.flush_buffer is not None:
                 self.flush_buffer.zero_()
-            torch.cuda._sleep(_LAUNCH_COVER_CYCLES)
             start.record()
-            fn()
+            audit()
             torch.cuda.synchronize(self.device)
             end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        return times
+        torch.cuda.synchronize(self.device)
+        times = [start.elapsed_time(end) for start, end in pairs[: len(fns)]]
+        return times, pairs[len(fns)][0].elapsed_time(pairs[len(fns)][1]) if audit is not None else None

@@ -18,7 +18,15 @@ import pytest
 
 from tests.conformance.cases import FORKS, SECRETS, cases_for
 from tests.conformance.engine import leaked_containers, require_docker
-from tests.conftest import FAST_TIMING, SMALL_TASK, kbench, make_kernelbench_dir, results_of, write_candidates
+from tests.conftest import (
+    FAST_TIMING,
+    SMALL_TASK,
+    kbench,
+    make_kernelbench_dir,
+    processes_under,
+    results_of,
+    write_candidates,
+)
 
 EXECUTORS = ["local", pytest.param("docker", marks=pytest.mark.docker)]
 # Per executor: what the run is given beyond the shared settings. Docker's limits are set low so
@@ -27,18 +35,6 @@ EXTRA = {
     "local": (),
     "docker": ("executor.pids_limit=64", "executor.memory_limit_mb=1024"),
 }
-
-
-def _processes_under(root: Path) -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cwd = os.readlink(f"/proc/{pid}/cwd")
-        except OSError:
-            continue
-        if cwd.startswith(str(root)):
-            found.append(int(pid))
-    return found
 
 
 @pytest.fixture(scope="module", params=EXECUTORS)
@@ -111,7 +107,7 @@ def test_the_next_evaluation_is_unaffected(conformance):
 
 def test_nothing_outlives_its_sandbox(conformance):
     executor, tmp, run_dir, _, rows = conformance
-    assert not _processes_under(tmp)
+    assert not processes_under(tmp)
     pid = int((_out(run_dir, rows, "05_hangs_with_child") / "child.pid").read_text())
     if executor == "local":
         assert not os.path.exists(f"/proc/{pid}") or "Z" in open(f"/proc/{pid}/stat").read().split()[2]
