@@ -2,11 +2,15 @@
 
 Order matters. The reference outputs for every checked shape and trial are computed before
 the candidate file is imported, so nothing the candidate does at import time can change
-them. Then the candidate is imported (failure: ``compile_error``), built from the same seed
-as the reference, and run on fresh seeded inputs for every trial of every shape
-(exception: ``runtime_error``; wrong value, shape or dtype: ``incorrect``). A correct
-candidate is timed against the reference on the timed shape. The result is written
-atomically; a ``stage`` marker lets the orchestrator say where a crashed worker died.
+them. The candidate's source is screened statically under the method's integrity policy
+(``runner/static_check.py``). Then the candidate is imported (failure: ``compile_error``),
+built from the same seed as the reference, and run on fresh seeded inputs for every trial of
+every shape, with the allocator poisoned before each call (exception: ``runtime_error``;
+wrong value, shape or dtype: ``incorrect``; a runtime integrity check: ``integrity_violation``).
+A correct candidate is timed against the reference on the timed shape, inputs rotating among
+several sets; then the stream audit, the roofline (``faster_than_physics``) and the output of
+the last timed call are judged. The result is written atomically; a ``stage`` marker lets the
+orchestrator say where a crashed worker died.
 """
 
 from __future__ import annotations
