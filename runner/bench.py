@@ -155,6 +155,7 @@ def run_pass(out: Path, name: str, *overrides: str) -> Path:
             *overrides,
         ),
         check=True,
+        stdout=sys.stderr,  # the runs' progress to stderr: stdout is the bench's JSON alone
     )
     return max(out.glob(f"*-{name}-*"), key=lambda p: p.stat().st_mtime)
 
@@ -172,7 +173,8 @@ def lock_pair(out: Path, *overrides: str) -> dict:
                 "run.progress=false",
                 "tracking=off",
                 *overrides,
-            )
+            ),
+            stdout=sys.stderr,
         )
         for i in (1, 2)
     ]

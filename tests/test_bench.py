@@ -1,0 +1,78 @@
+"""``runner.bench``: repeatability, duty cycle, window overlap and the Nsight Compute comparison,
+computed from real (CPU) runs. ncu itself cannot run here: its CSV is a fixture in ncu's format
+(the columns and units it printed on the H100)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner.bench import duty, ncu, overlap, repeat
+from tests.conftest import FAST_TIMING, kbench
+
+TASKS = "[gelu_tanh,leaky_relu_fp32]"
+
+
+@pytest.fixture(scope="module")
+def two_passes(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bench")
+    runs = []
+    for name in ("pass-a", "pass-b"):
+        proc = kbench(
+            "run",
+            "suite=full",
+            f"suite.tasks={TASKS}",
+            "method=reference",
+            "tracking=off",
+            f"run.name={name}",
+            "executor.prestart=0",
+            *FAST_TIMING,
+            cwd=tmp,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        (run_dir,) = (tmp / "runs").glob(f"*-{name}-*")
+        runs.append(run_dir)
+    return runs
+
+
+def test_repeat_pairs_tasks_and_reports_duty(two_passes):
+    figures = repeat(*two_passes)
+    assert figures["pairs"] == 2
+    ops = figures["abs_delta_speedup"]["reference, ops and fusions (levels 1-2)"]
+    assert ops["n"] == 2 and 0 <= ops["median_pct"] <= ops["max_pct"] < 50
+    for run in figures["duty"]:
+        assert run["evaluations"] == 2 and 0 < run["duty_pct"] < 100 and run["evaluations_per_min"] > 0
+    assert duty(two_passes[0]) == figures["duty"][0]
+
+
+def test_overlap_sees_clashing_windows_and_none_between_sequential_runs(two_passes):
+    assert overlap(*two_passes) == {"windows": [2, 2], "overlapping_pairs": 0, "examples": []}
+    assert overlap(two_passes[0], two_passes[0])["overlapping_pairs"] >= 2  # each window with itself
+
+
+def test_ncu_csv_is_summed_per_nvtx_range_and_compared(two_passes, tmp_path: Path):
+    ours = {}
+    for result in two_passes[0].glob("jobs/*/out/result.json"):
+        data = json.loads(result.read_text())
+        ours[data["task_id"]] = data["timing"]["reference"]["median_ms"]
+    header = (
+        '"ID","Process ID","Process Name","Host Name",'
+        '"thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg",'
+        '"Kernel Name","Metric Name","Metric Unit","Metric Value"'
+    )
+
+    def row(index: int, task: str, nanoseconds: float) -> str:
+        nvtx = f'1937  ""<default domain>:{task}:none:none:none:none:none:none"" '
+        return f'"{index}","1937","python3","host","{nvtx}","kernel","gpu__time_duration.sum","ns","{nanoseconds:,.0f}"'
+
+    half = ours["gelu_tanh"] * 1e6 / 2  # two kernels, half the time each
+    lines = ["==PROF== Connected to process 1937", header, row(0, "gelu_tanh", half), row(1, "gelu_tanh", half)]
+    lines.append(row(2, "not_in_the_run", 1000))
+    csv = tmp_path / "ncu.csv"
+    csv.write_text("\n".join(lines) + "\n")
+    figures = ncu(csv, two_passes[0])
+    (gelu,) = figures["tasks"]
+    assert gelu["task"] == "gelu_tanh" and abs(gelu["diff_pct"]) < 0.01
+    assert figures["max_abs_diff_pct"] == pytest.approx(abs(gelu["diff_pct"]))
