@@ -27,16 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner.worker.protocol import JOB_FILE, OUT_DIR, RESULT_FILE
-
-
-def _results(run_dir: Path) -> list[tuple[dict, dict]]:
-    rows = []
-    for job_dir in sorted((run_dir / "jobs").glob("*")):
-        path = job_dir / OUT_DIR / RESULT_FILE
-        if path.exists():
-            rows.append((json.loads((job_dir / JOB_FILE).read_text()), json.loads(path.read_text())))
-    return rows
+from runner.analysis.records import job_results
 
 
 def _quantiles(values: list[float]) -> dict:
@@ -54,8 +45,8 @@ def _quantiles(values: list[float]) -> dict:
 
 def duty(run_dir: Path) -> dict:
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    results = _results(run_dir)
-    measured = sum(r["timing"]["measured_s"] for _, r in results if r.get("timing"))
+    results = job_results(run_dir)
+    measured = sum(r.timing.measured_s for _, r in results if r.timing)
     wall = float(manifest.get("wall_s") or 0.0)
     return {
         "run": run_dir.name,
@@ -70,10 +61,10 @@ def duty(run_dir: Path) -> dict:
 def repeat(run_a: Path, run_b: Path) -> dict:
     def speedups(run_dir):
         out = {}
-        for job, result in _results(run_dir):
-            if result["verdict"]["status"] == "correct" and result.get("timing"):
-                key = (job["meta"]["method"], result["task_id"])
-                out[key] = (job["task"]["level"], result["timing"]["speedup"])
+        for job, result in job_results(run_dir):
+            if result.verdict.status == "correct" and result.timing:
+                key = (job["meta"]["method"], result.task_id)
+                out[key] = (job["task"]["level"], result.timing.speedup)
         return out
 
     a, b = speedups(run_a), speedups(run_b)
@@ -91,11 +82,7 @@ def repeat(run_a: Path, run_b: Path) -> dict:
 
 def overlap(run_a: Path, run_b: Path) -> dict:
     def windows(run_dir):
-        return [
-            tuple(r["timing"]["window"])
-            for _, r in _results(run_dir)
-            if r.get("timing", {}) and r["timing"].get("window")
-        ]
+        return [tuple(r.timing.window) for _, r in job_results(run_dir) if r.timing and r.timing.window]
 
     first, second = windows(run_a), windows(run_b)
     clashes = [(w, v) for w in first for v in second if w[0] < v[1] and v[0] < w[1]]
@@ -121,7 +108,7 @@ def ncu(profile_csv: Path, run_dir: Path) -> dict:
         unit = row.get("Metric Unit", "ns")
         scale = {"ns": 1e-6, "nsecond": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0}[unit]
         kernel_ms[task] = kernel_ms.get(task, 0.0) + value * scale
-    ours = {r["task_id"]: r["timing"]["reference"]["median_ms"] for _, r in _results(run_dir) if r.get("timing")}
+    ours = {r.task_id: r.timing.reference.median_ms for _, r in job_results(run_dir) if r.timing}
     rows = [
         {
             "task": task,

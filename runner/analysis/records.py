@@ -62,14 +62,20 @@ def flatten(job: dict, result: Result) -> dict:
     }
 
 
-def records_from_run_dir(run_dir: Path) -> pd.DataFrame:
-    rows = []
+def job_results(run_dir: Path) -> list[tuple[dict, Result]]:
+    """Every finished evaluation of a run directory: its job description and its result."""
+    pairs = []
     for job_dir in sorted((run_dir / "jobs").glob("*")):
         result_path = job_dir / OUT_DIR / RESULT_FILE
         if not result_path.exists():
             continue
         job = json.loads((job_dir / JOB_FILE).read_text())
-        rows.append(flatten(job, Result.from_dict(json.loads(result_path.read_text()))))
+        pairs.append((job, Result.from_dict(json.loads(result_path.read_text()))))
+    return pairs
+
+
+def records_from_run_dir(run_dir: Path) -> pd.DataFrame:
+    rows = [flatten(job, result) for job, result in job_results(run_dir)]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
