@@ -158,7 +158,7 @@ class Orchestrator:
             "timed_shape": _timed_shape(task, s.timed_shape),
             "timing": s.timing,
             "peaks": s.peaks,
-            "integrity_policy": str(s.methods[evaluation.method].get("integrity_policy", "own_kernels")),
+            "integrity_policy": s.methods[evaluation.method]["integrity_policy"],
             "threads": s.cpu_threads,
             "meta": self._job_meta(evaluation),
         }

@@ -257,7 +257,7 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
     settings = TimingSettings(**job["timing"])
     reference = _Rotation(build_model(reference_module.Model, reference_module, dims, device, seed))
     candidate = _Rotation(build_model(model_class, reference_module, dims, device, seed))
-    input_sets = _timing_inputs(reference_module, dims, device, seed + 1000 * (trials + 1), settings)
+    input_sets = _timing_inputs(reference_module, dims, device, _trial_seed(seed, trials), settings)
     reference.input_sets = candidate.input_sets = input_sets
     try:
         timing, raw = measure_pair(reference, candidate, device, settings, timed_shape, seed)
