@@ -227,6 +227,11 @@ class _CudaSampler:
         self.flush_buffer = torch.empty(max(2 * l2_bytes, 64 << 20), dtype=torch.int8, device=device) if cold else None
         self.events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
 
+    def _flush(self) -> None:
+        """Evict the L2 outside the timed region (cold mode)."""
+        if self.flush_buffer is not None:
+            self.flush_buffer.zero_()
+
     def _pairs(self, count: int):
         while len(self.events) < count:
             self.events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
@@ -243,8 +248,7 @@ class _CudaSampler:
         """
         pairs = self._pairs(len(fns) + 1)
         for fn, (start, end) in zip(fns, pairs):
-            if self.flush_buffer is not None:
-                self.flush_buffer.zero_()
+            self._flush()
             start.record()
             fn()
             if self.device_sync:
@@ -252,8 +256,7 @@ class _CudaSampler:
             end.record()
         if audit is not None:
             start, end = pairs[len(fns)]
-            if self.flush_buffer is not None:
-                self.flush_buffer.zero_()
+            self._flush()
             start.record()
             audit()
             torch.cuda.synchronize(self.device)
