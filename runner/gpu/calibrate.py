@@ -13,23 +13,14 @@ import statistics
 
 import torch
 
+from runner.gpu.events import event_times_ms
+
 _SIZE = 8192
 _COPY_BYTES = 2 << 30
 
 
-def _median_ms(fn, repeats: int = 20, warmup: int = 3) -> float:
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+def _median_ms(fn) -> float:
+    return statistics.median(event_times_ms(fn))
 
 
 def _bandwidth_tbps() -> float:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from runner.gpu.events import event_times_ms
 from runner.tasks.model import Task
 from runner.worker.compare import compare_outputs
 from runner.worker.integrity import call_violation, snapshot_inputs
@@ -74,17 +75,8 @@ def _check_window(task: Task, module, shape_name: str, dev: torch.device, report
     dims = task.shapes[shape_name]
     model = build_model(module.Model, module, dims, dev, 0)
     inputs = make_inputs(module, dims, dev, _SEED_A)
-    times = []
     with torch.no_grad():
-        for step in range(25):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            model(*inputs)
-            end.record()
-            torch.cuda.synchronize(dev)
-            if step >= 5:
-                times.append(start.elapsed_time(end))
-    times.sort()
+        times = sorted(event_times_ms(lambda: model(*inputs), repeats=20, warmup=5))
     report.eager_ms[shape_name] = times[len(times) // 2]
     if task.window_exception:
         return
