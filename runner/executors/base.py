@@ -64,3 +64,13 @@ class Executor(Protocol):
 
     def close(self) -> None:
         """Release anything held between evaluations."""
+
+
+def take_spare(spares: list, gpu: str | None, ready):
+    """Pop pre-started spares until one for ``gpu`` is ``ready``; every other one is discarded."""
+    while spares:
+        spare = spares.pop(0)
+        if spare.gpu == gpu and ready(spare):
+            return spare
+        spare.discard()
+    return None

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
-from runner.executors.base import ExecutionOutcome, ExecutorSettings
+from runner.executors.base import ExecutionOutcome, ExecutorSettings, take_spare
 from runner.executors.container import COMMAND, Container, container_user
 from runner.executors.docker_engine import LABEL_HOST, LABEL_OWNER, LABEL_PID, choose_image, connect, remove_orphans
 from runner.worker.protocol import OUT_DIR
@@ -98,13 +98,7 @@ class DockerExecutor:
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
         job_dir = job_dir.resolve()
         with self._lock:
-            container = None
-            while self._spares and container is None:
-                spare = self._spares.pop(0)
-                if spare.gpu == gpu and spare.waiting():
-                    container = spare
-                else:
-                    spare.discard()
+            container = take_spare(self._spares, gpu, lambda spare: spare.waiting())
         if container is None:
             container = Container(self, gpu)
         try:

@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from runner.executors.base import ExecutionOutcome, ExecutorSettings
+from runner.executors.base import ExecutionOutcome, ExecutorSettings, take_spare
 from runner.paths import REPO_ROOT
 from runner.worker.protocol import OUT_DIR
 
@@ -102,13 +102,7 @@ class LocalExecutor:
 
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
         job_dir = job_dir.resolve()
-        sandbox = None
-        while self._spares and sandbox is None:
-            spare = self._spares.pop(0)
-            if spare.gpu == gpu and spare.alive():
-                sandbox = spare
-            else:
-                spare.discard()
+        sandbox = take_spare(self._spares, gpu, lambda spare: spare.alive())
         if sandbox is None:
             sandbox = self._new_sandbox(gpu)
         # Start the next evaluations' processes now: their imports overlap this one's run.
