@@ -44,10 +44,15 @@ def _quantiles(values: list[float]) -> dict:
 
 
 def duty(run_dir: Path) -> dict:
+    """Measured time over wall time; and where the rest went: the device phases (the GPU's work token
+    held by an evaluation, see ``runner/worker/device_token.py``) and the compile warm-up."""
     manifest = json.loads((run_dir / "manifest.json").read_text())
     results = job_results(run_dir)
     measured = sum(r.timing.measured_s for _, r in results if r.timing)
     wall = float(manifest.get("wall_s") or 0.0)
+    held = [r.environment.get("device_token", {}).get("held") for _, r in results]
+    device_phases = sum(end - start for start, end in (h for h in held if h and h[1]))
+    warmup = float(manifest.get("warmup_s") or 0.0)
     return {
         "run": run_dir.name,
         "evaluations": len(results),
@@ -55,6 +60,11 @@ def duty(run_dir: Path) -> dict:
         "measured_s": measured,
         "duty_pct": 100 * measured / wall if wall else None,
         "evaluations_per_min": 60 * len(results) / wall if wall else None,
+        "device_phases_s": device_phases,
+        "warmup_s": warmup,
+        # The share of the wall time during which the GPU was reserved for some device work.
+        "device_reserved_pct": 100 * (device_phases + warmup) / wall if wall else None,
+        "measured_of_device_phases_pct": 100 * measured / device_phases if device_phases else None,
     }
 
 

@@ -96,7 +96,7 @@ def command_run(overrides: list[str], console: Console) -> int:
     from runner.executors import ExecutorSettings, make_executor, preflight
     from runner.executors.image_lock import LOCK_PATH
     from runner.gpu.nvml import read_gpu
-    from runner.orchestrator import Orchestrator, plan
+    from runner.orchestrator import Orchestrator, RunAborted, plan
     from runner.registry import UnknownName
     from runner.rundir import RunDirBusy, config_hash, open_run_dir
     from runner.tasks.model import TaskError
@@ -123,6 +123,7 @@ def command_run(overrides: list[str], console: Console) -> int:
             file_size_limit_bytes=cfg.executor.file_size_limit_mb << 20,
             env_passthrough=tuple(cfg.executor.env_passthrough),
             prestart=cfg.executor.prestart,
+            in_flight=cfg.executor.in_flight,
             compile_threads=cfg.executor.compile_threads,
             memory_limit_bytes=cfg.executor.memory_limit_mb << 20,
             pids_limit=cfg.executor.pids_limit,
@@ -159,8 +160,11 @@ def command_run(overrides: list[str], console: Console) -> int:
         run_dir = open_run_dir(Path(cfg.run.out_dir), settings.name, cfg_hash, resume=cfg.run.resume.value == "auto")
     except RunDirBusy as exc:
         raise UserError(str(exc)) from None
-    # Compile caches live in the run, shared by its sandboxes (and by the warm-up pass).
-    executor_settings = replace(executor_settings, cache_dir=(run_dir.path / "cache").resolve())
+    # Compile caches live in the run (or where executor.compile_cache_dir says), shared by its
+    # sandboxes and by the warm-up pass.
+    cache_dir = Path(cfg.executor.compile_cache_dir) if cfg.executor.compile_cache_dir else run_dir.path / "cache"
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    executor_settings = replace(executor_settings, cache_dir=cache_dir.resolve())
     try:
         executor = make_executor(requested, executor_settings)
     except ExecutorUnavailable as exc:
@@ -236,6 +240,8 @@ def command_run(overrides: list[str], console: Console) -> int:
     started = time.perf_counter()
     try:
         orchestrator.run(evaluations, manifest.get("mlflow_run_id"))
+    except RunAborted as exc:
+        raise UserError(str(exc)) from None
     finally:
         manifest["wall_s"] = manifest.get("wall_s", 0.0) + time.perf_counter() - started
         manifest["warmup_s"] = manifest.get("warmup_s", 0.0) + orchestrator.warmup_s

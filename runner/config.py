@@ -44,6 +44,11 @@ class MethodKind(str, Enum):
     directory = "directory"
 
 
+class UnhealthyAction(str, Enum):
+    proceed = "proceed"  # a GPU still hot or throttled after the cooldown limit: evaluate, and record it
+    fail = "fail"  # stop the run (one line, non-zero exit); finished evaluations are kept for the resume
+
+
 class ResumeMode(str, Enum):
     auto = "auto"  # resume the newest unfinished run of the same configuration, else start one
     never = "never"
@@ -60,6 +65,9 @@ class HardwareConfig:
     peak_bandwidth_tbps: float | None = None
     peak_tflops: dict[str, float] = field(default_factory=dict)
     max_temperature_c: int | None = None
+    # The health gate waits up to cooldown_limit_s for a hot or throttled GPU, then does on_unhealthy.
+    cooldown_limit_s: float = 120.0
+    on_unhealthy: UnhealthyAction = UnhealthyAction.proceed
 
 
 @dataclass
@@ -97,6 +105,9 @@ class ExecutorConfig:
     timeout_s: float = 600.0
     output_limit_mb: int = 64
     prestart: int = 2
+    # Evaluations running at once per GPU: their process start, imports, static screen, collection
+    # and logging overlap; their device work (reference, candidate, timing) takes turns (a token).
+    in_flight: int = 1
     compile_threads: int = 1
     warmup_workers: int = 0
     file_size_limit_mb: int = 2048
@@ -113,6 +124,10 @@ class ExecutorConfig:
     gpu_request: GpuRequest = GpuRequest.uuid
     cdi_kind: str = "nvidia.com/gpu"
     shared_compile_cache: bool = False
+    # Where compile caches (inductor, Triton) live. null: inside the run folder. A path shared by
+    # runs: a later run (a second pass, a resume elsewhere) loads the kernels an earlier one
+    # compiled and autotuned instead of compiling its own, so both measure the same kernels.
+    compile_cache_dir: str | None = None
 
 
 @dataclass

@@ -20,6 +20,8 @@ VOLATILE_KEYS = (
     ("run", "resume"),
     ("run", "progress"),
     ("executor", "prestart"),
+    ("executor", "in_flight"),
+    ("executor", "compile_cache_dir"),
     ("executor", "warmup_workers"),
     ("executor", "compile_threads"),
     ("executor", "timeout_s"),
@@ -79,6 +81,12 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         raise ConfigError(f"eval.timing.sync must be 'events' or 'device', not {timing['sync']!r}")
     if cfg.eval.trials < 1:
         raise ConfigError("eval.trials must be at least 1")
+    if cfg.executor.in_flight < 1:
+        raise ConfigError(f"executor.in_flight must be at least 1, not {cfg.executor.in_flight}")
+    if cfg.eval.timing.min_time_s < 0:
+        raise ConfigError(f"eval.timing.min_time_s must not be negative, not {cfg.eval.timing.min_time_s}")
+    if len(set(cfg.hardware.gpus)) != len(cfg.hardware.gpus) or not cfg.hardware.gpus:
+        raise ConfigError(f"hardware.gpus must list distinct GPU indices, not {list(cfg.hardware.gpus)}")
     return RunSettings(
         name=cfg.run.name,
         suite=cfg.suite.name,
@@ -97,6 +105,9 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         timing=timing if enabled else None,
         progress=cfg.run.progress,
         warmup_workers=cfg.executor.warmup_workers,
+        in_flight=cfg.executor.in_flight,
+        on_unhealthy=cfg.hardware.on_unhealthy.value,
+        cooldown_limit_s=cfg.hardware.cooldown_limit_s,
         peaks=(
             {"bandwidth_tbps": cfg.hardware.peak_bandwidth_tbps, "tflops": dict(cfg.hardware.peak_tflops)}
             if cfg.hardware.peak_bandwidth_tbps

@@ -1,28 +1,35 @@
 """Plan → dispatch → collect: the host side of a ``kbench run``.
 
 Plan: the suite's tasks × the configured methods give candidates (content-addressed files)
-and one job directory per evaluation. Dispatch: per evaluation, hold the device lock, pass
-the NVML health gate (GPU), hand the job to the executor. Collect: read the worker's result,
-or decide the verdict from how the sandbox ended; journal it; mirror it to MLflow. A journal
-makes the run resumable after Ctrl-C or SIGKILL: finished evaluations are not redone and
-nothing is logged twice.
+and one job directory per evaluation. Dispatch: the run holds the lock of each of its devices
+(``hardware.gpus``: one lane per GPU, the evaluations shared among them) for the whole sweep;
+per lane, ``executor.in_flight`` evaluations run at once, each passing the NVML health gate
+first, their device work serialised by the device's token (``runner/worker/device_token.py``)
+while process start, imports, the static screen, collection and logging overlap. Collect: read
+the worker's result, or decide the verdict from how the sandbox ended; journal it; mirror it to
+MLflow (all from the main thread). A journal makes the run resumable after Ctrl-C or SIGKILL:
+finished evaluations are not redone and nothing is logged twice.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import queue
 import shutil
 import signal
+import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
 from runner.executors import Executor
-from runner.gpu.lock import device_lock
+from runner.gpu.lock import device_key, device_lock, work_token
 from runner.gpu.nvml import health_gate, read_gpu
 from runner.methods import METHODS, Candidate, MethodUnavailable
 from runner.progress import RunProgress
@@ -31,6 +38,7 @@ from runner.tasks.model import Task
 from runner.tracking.child_record import child_record
 from runner.tracking.journal import Journal
 from runner.tracking.mlflow_sink import MlflowSink, SinkError
+from runner.worker.device_token import device_token
 from runner.worker.protocol import (
     CANDIDATE_FILE,
     JOB_FILE,
@@ -79,6 +87,27 @@ class RunSettings:
     progress: bool
     warmup_workers: int = 0
     peaks: dict | None = None  # {"bandwidth_tbps": .., "tflops": {dtype: ..}}: the roofline's ceilings
+    in_flight: int = 1  # evaluations at once per device (their device work serialised by its token)
+    on_unhealthy: str = "proceed"  # the health gate still failing after cooldown: "proceed" (recorded) or "fail"
+    cooldown_limit_s: float = 120.0
+
+
+class RunAborted(RuntimeError):
+    """The run stopped before its end for a reason that is not a candidate's (one line; finished work kept)."""
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One device of the run: its NVML index, the id its sandboxes are pinned to (UUID, or the index
+    where NVML cannot say), and the NVML reading taken when the run started."""
+
+    index: int | None
+    gpu_id: str | None
+    reading: dict
+
+    @property
+    def lock_key(self) -> str:
+        return device_key(self.gpu_id)
 
 
 def plan(tasks: list[Task], settings: RunSettings) -> list[Evaluation]:
@@ -181,7 +210,7 @@ class Orchestrator:
         }
 
     # -- one evaluation --------------------------------------------------------------------
-    def _execute(self, evaluation: Evaluation) -> tuple[Path, Result]:
+    def _execute(self, evaluation: Evaluation, lane: Lane) -> tuple[Path, Result]:
         s = self.settings
         if evaluation.candidate is None:
             job_dir = self.run_dir.path / "jobs" / evaluation.eval_id
@@ -207,19 +236,26 @@ class Orchestrator:
             write_json_atomic(job_dir / OUT_DIR / RESULT_FILE, result.to_dict())
             return job_dir, result
         job_dir = self._prepare_job(evaluation)
-        gpu_index, gpu_id, lock_key, before = self._device()
-        with device_lock(lock_key, str(self.run_dir.path), on_wait=self._waiting):
-            gate = None
-            if gpu_index is not None:
-                gate = health_gate(gpu_index, s.max_temperature_c, self.executor.own_pids())
-                if not gate.ok:
-                    self.console.print(f"[yellow]GPU health gate: {'; '.join(gate.problems)} (proceeding, recorded)")
-            outcome = self.executor.run(job_dir, gpu_id)
-            after = read_gpu(gpu_index) if gpu_index is not None else before
+        gate = None
+        if lane.index is not None:
+            gate = health_gate(lane.index, s.max_temperature_c, self.executor.own_pids(), s.cooldown_limit_s)
+            if not gate.ok:
+                problems = "; ".join(gate.problems)
+                if s.on_unhealthy == "fail":
+                    shutil.rmtree(job_dir, ignore_errors=True)  # not run: a resume runs it
+                    raise RunAborted(
+                        f"GPU {lane.index} failed the health gate after {gate.waited_s:.0f} s of cooldown: {problems} "
+                        "(hardware.on_unhealthy=fail; finished evaluations are kept, the same command resumes)"
+                    )
+                self.console.print(f"[yellow]GPU {lane.index} health gate: {problems} (proceeding, recorded)")
+        before = gate.reading if gate else lane.reading
+        outcome = self.executor.run(job_dir, lane.gpu_id)
+        after = read_gpu(lane.index) if lane.index is not None else before
         result = self._collect(job_dir, evaluation, outcome)
         result.environment["executor"] = self.executor.environment()
-        result.environment["gpu_before"] = gate.reading if gate else before
+        result.environment["gpu_before"] = before
         result.environment["gpu_after"] = after
+        result.environment["lane"] = {"gpu": lane.index, "lock": lane.lock_key, "in_flight": s.in_flight}
         if gate:
             result.environment["health_gate"] = {"ok": gate.ok, "waited_s": gate.waited_s, "problems": gate.problems}
         result.environment["sandbox"] = {
@@ -232,40 +268,61 @@ class Orchestrator:
         write_json_atomic(job_dir / OUT_DIR / RESULT_FILE, result.to_dict())
         return job_dir, result
 
-    def _device(self) -> tuple[int | None, str | None, str, dict]:
-        """The GPU index, the id the sandbox is pinned to, the lock key, and an NVML reading."""
+    def _lanes(self) -> list[Lane]:
+        """One lane per configured GPU (each pinned by UUID where NVML answers), or the host for a CPU run."""
         if self.settings.device != "cuda":
-            return None, None, "cpu-host", {"available": False, "why": "CPU run"}
-        index = self.settings.gpus[0]
-        reading = read_gpu(index)
-        if reading.get("available"):
-            return index, reading["uuid"], f"gpu-{reading['uuid']}", reading
-        return index, str(index), f"gpu-index-{index}", reading
+            return [Lane(None, None, {"available": False, "why": "CPU run"})]
+        lanes = []
+        for index in self.settings.gpus:
+            reading = read_gpu(index)
+            lanes.append(Lane(index, reading["uuid"] if reading.get("available") else str(index), reading))
+        return lanes
 
-    def _warmup_chunk(self) -> int:
-        return max(1, 4 * self.settings.warmup_workers)
+    def _chunks(self, todo: list[Evaluation]) -> list[list[Evaluation]]:
+        """With a compile warm-up, chunks of ``4 × warmup_workers`` (a run stopped midway loses at most
+        one chunk of warm-up); without, the whole sweep (nothing drains the pipeline midway)."""
+        if self.warmup_executor is None or self.settings.warmup_workers < 1:
+            return [todo] if todo else []
+        size = max(1, 4 * self.settings.warmup_workers)
+        return [todo[i : i + size] for i in range(0, len(todo), size)]
 
-    def _warm_up(self, todo: list[Evaluation]) -> None:
+    def _warm_up(self, todo: list[Evaluation], lanes: list[Lane]) -> None:
         """Compile warm-up: run non-reference candidates once, in parallel, to fill the compile caches.
 
-        It holds the device lock (nothing else measures meanwhile) and judges nothing; every
-        evaluation is then measured from scratch in a fresh process that finds warm caches.
+        It holds the first device's work token (nothing else runs device work meanwhile) and
+        judges nothing; every evaluation is then measured from scratch in a fresh process that
+        finds warm caches. Candidates the cache already warmed on this GPU (its ledger, kept next
+        to the cache) are skipped: a second pass over a shared ``compile_cache_dir`` starts measuring
+        at once. A cache entry gone missing costs only time: the evaluation compiles for itself.
         """
         workers = self.settings.warmup_workers
-        targets = [
-            e for e in todo if e.candidate is not None and self.settings.methods[e.method]["kind"] != "reference"
-        ]
-        if self.warmup_executor is None or workers < 1 or not targets:
+        if self.warmup_executor is None or workers < 1:
             return
-        _, gpu_id, lock_key, _ = self._device()
+        ledger = _WarmupLedger(
+            self.warmup_executor.settings.cache_dir,
+            "-".join([lanes[0].reading.get("name") or self.settings.device, *self.settings.check_shapes]),
+        )
+        targets = [
+            e
+            for e in todo
+            if e.candidate is not None
+            and self.settings.methods[e.method]["kind"] != "reference"
+            and not ledger.has(e.task.content_hash, e.candidate.content_hash)
+        ]
+        if not targets:
+            return
+        gpu_id = lanes[0].gpu_id
         root = self.run_dir.path / "warmup"
         started = time.perf_counter()
         self.console.print(f"compile warm-up: {len(targets)} candidates, {workers} at a time")
-        with device_lock(lock_key, str(self.run_dir.path), on_wait=self._waiting):
+        with device_token(work_token(gpu_id)):
             with ThreadPoolExecutor(workers) as pool:
                 outcomes = list(
                     pool.map(lambda e: self.warmup_executor.run(self._prepare_job(e, root, "warmup"), gpu_id), targets)
                 )
+        ledger.add(
+            [(e.task.content_hash, e.candidate.content_hash) for e, o in zip(targets, outcomes) if o.exit_code == 0]
+        )
         shutil.rmtree(root, ignore_errors=True)
         elapsed = time.perf_counter() - started
         self.warmup_s += elapsed
@@ -329,25 +386,84 @@ class Orchestrator:
         if done:
             self.console.print(f"resuming: {done} of {len(evaluations)} evaluations already done")
         self._log_unlogged(evaluations, state, parent_run_id)
+        lanes = self._lanes()
         with RunProgress(len(evaluations), done, self.console, enabled=self.settings.progress) as progress:
-            for position, evaluation in enumerate(todo):
-                if position % self._warmup_chunk() == 0:
-                    # Warm the next chunk only: a run stopped midway loses at most one chunk of warm-up.
-                    self._warm_up(todo[position : position + self._warmup_chunk()])
+            with ExitStack() as held:
+                for lane in lanes:
+                    held.enter_context(device_lock(lane.lock_key, str(self.run_dir.path), on_wait=self._waiting))
+                for chunk in self._chunks(todo):
+                    self._warm_up(chunk, lanes)
+                    self._sweep(chunk, lanes, progress, parent_run_id)
+
+    def _sweep(self, todo: list[Evaluation], lanes: list[Lane], progress: RunProgress, parent_run_id) -> None:
+        """``in_flight`` dispatch threads per lane take evaluations in plan order; this thread collects.
+
+        Journal, progress and MLflow stay on this thread. A failure that is not a candidate's (the
+        engine gone, a failed health gate, Ctrl-C) stops the dispatch; evaluations already running
+        finish and are journalled before the failure is raised.
+        """
+        pending = deque(todo)
+        taken = threading.Lock()
+        events: queue.Queue = queue.Queue()
+        stop = threading.Event()
+
+        def dispatch(lane: Lane) -> None:
+            while not stop.is_set():
+                with taken:
+                    if not pending:
+                        return
+                    evaluation = pending.popleft()
+                events.put(("start", evaluation, None))
+                try:
+                    events.put(("done", evaluation, self._execute(evaluation, lane)))
+                except BaseException as exc:  # raised again on the main thread
+                    events.put(("failed", evaluation, exc))
+                    return
+
+        threads = [
+            threading.Thread(target=dispatch, args=(lane,), name=f"lane-{lane.lock_key}-{slot}", daemon=True)
+            for lane in lanes
+            for slot in range(max(1, self.settings.in_flight))
+        ]
+        for thread in threads:
+            thread.start()
+        failure: BaseException | None = None
+        running: dict[str, str] = {}
+        try:
+            while any(thread.is_alive() for thread in threads) or not events.empty():
+                try:
+                    kind, evaluation, payload = events.get(timeout=0.2)
+                except queue.Empty:
+                    continue
                 label = f"{evaluation.method} · {evaluation.task.task_id}"
-                progress.working_on(label)
-                job_dir, result = self._execute(evaluation)
-                self.journal.append(
-                    {
-                        "event": "result",
-                        "eval_id": evaluation.eval_id,
-                        "verdict": result.verdict.status,
-                        "method": evaluation.method,
-                        "task_id": evaluation.task.task_id,
-                    }
-                )
-                progress.finished(result, label)
-                self._log(job_dir, result, parent_run_id)
+                if kind == "start":
+                    running[evaluation.eval_id] = label
+                elif kind == "failed":
+                    running.pop(evaluation.eval_id, None)
+                    stop.set()
+                    failure = failure or payload
+                else:
+                    running.pop(evaluation.eval_id, None)
+                    self._record(evaluation, *payload, progress, label, parent_run_id)
+                progress.working_on(", ".join(running.values()) or "collecting")
+        except KeyboardInterrupt:
+            stop.set()  # the sandboxes die with this process; finished results are journalled
+            raise
+        if failure is not None:
+            raise failure
+
+    def _record(self, evaluation: Evaluation, job_dir: Path, result: Result, progress, label, parent_run_id) -> None:
+        self.journal.append(
+            {
+                "event": "result",
+                "eval_id": evaluation.eval_id,
+                "verdict": result.verdict.status,
+                "method": evaluation.method,
+                "task_id": evaluation.task.task_id,
+            }
+        )
+        progress.finished(result, label)
+        self._log(job_dir, result, parent_run_id)
 
     def _log_unlogged(self, evaluations: list[Evaluation], state, parent_run_id: str | None) -> None:
         if self.sink is None or parent_run_id is None:
@@ -376,6 +492,26 @@ class Orchestrator:
             self.console.print(f"[red]MLflow: {exc}; the result is on disk and will be logged on resume")
             return
         self.journal.append({"event": "logged", "eval_id": result.eval_id, "mlflow_run_id": child})
+
+
+class _WarmupLedger:
+    """Which (task, candidate) pairs the compile cache at ``cache_dir`` holds warm for one GPU model and
+    set of checked shapes (what the warm-up compiled for)."""
+
+    def __init__(self, cache_dir: Path | None, device_and_shapes: str) -> None:
+        safe = "".join(ch if ch.isalnum() else "_" for ch in device_and_shapes)
+        self.path = Path(cache_dir) / f"warmed-{safe}.txt" if cache_dir else None
+        lines = self.path.read_text().split() if self.path and self.path.exists() else []
+        self.entries = set(lines)
+
+    def has(self, task_hash: str, candidate_hash: str) -> bool:
+        return f"{task_hash}|{candidate_hash}" in self.entries
+
+    def add(self, pairs: list[tuple[str, str]]) -> None:
+        if self.path is None or not pairs:
+            return
+        with self.path.open("a") as handle:
+            handle.writelines(f"{task}|{candidate}\n" for task, candidate in pairs)
 
 
 def _tail(path: Path, limit: int = 1500) -> str:

@@ -69,6 +69,12 @@ def results_of(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
 
 
+def result_records(run_dir: Path) -> dict[str, dict]:
+    """Each job's full ``result.json`` (integrity records included), by task id."""
+    records = [json.loads(path.read_text()) for path in (run_dir / "jobs").glob("*/out/result.json")]
+    return {record["task_id"]: record for record in records}
+
+
 # A tiny KernelBench-convention task: y = relu(x @ W^T + b) on a 16x32 input.
 SMALL_TASK = textwrap.dedent(
     """

@@ -7,7 +7,10 @@ import json
 import pytest
 
 from tests.adversarial.test_corpus import CASES, expected_verdict, run_corpus
-from tests.conftest import FAST_TIMING, kbench, make_kernelbench_dir, results_of, write_candidates
+from tests.adversarial.test_kernel_cases import CASES as KERNEL_CASES
+from tests.adversarial.test_kernel_cases import expected_verdict as kernel_verdict
+from tests.adversarial.test_kernel_cases import run_kernel_cases
+from tests.conftest import FAST_TIMING, kbench, make_kernelbench_dir, result_records, results_of, write_candidates
 
 pytestmark = pytest.mark.gpu
 
@@ -48,6 +51,42 @@ def test_adversarial_corpus_on_gpu(tmp_path):
     rows = run_corpus(tmp_path, "hardware=h100")
     outcome = {case.stem: (rows[case.stem]["verdict"], rows[case.stem]["reason"]) for case in CASES}
     assert outcome == {case.stem: expected_verdict(case) for case in CASES}
+
+
+def test_kernel_census_under_the_cuda_profiler(tmp_path):
+    # Compiled Triton on the GPU, no interpreter: the profiler's kernel names are the evidence.
+    records = run_kernel_cases(tmp_path, "hardware=h100")
+    for case in KERNEL_CASES:
+        record = records[case.stem]
+        assert (record["verdict"]["status"], record["verdict"]["reason"]) == kernel_verdict(case), record["verdict"]
+        census = record["integrity"]["kernel_census"]
+        assert census["instrument"] == "cuda_profiler" and census["judged"] is True, census
+        assert census["call"] == {"shape": "default", "trial": 1}
+    honest = records["honest_triton_linear"]["integrity"]["kernel_census"]
+    assert honest["own"] == {"_linear_relu_kernel": 1} and honest["own_kernel_ran"] is True, honest
+    assert honest["own_gpu_us"] > 0 and honest["own_gpu_share"] > 0.5, honest
+    # Computes with torch (cuBLAS / aten kernels) while its Triton kernel sits on an untaken path.
+    hostile = records["kernel_on_untaken_path"]["integrity"]["kernel_census"]
+    assert hostile["own"] == {} and hostile["library"] and hostile["own_gpu_share"] == 0.0, hostile
+    # Under allow_torch the census records only: Inductor's triton_* kernels count as torch_compile's own.
+    proc = kbench(
+        "run",
+        "hardware=h100",
+        "suite=full",
+        "suite.tasks=[gelu_tanh]",
+        "method=torch_compile",
+        "tracking=off",
+        "eval.timing.enabled=false",
+        "run.name=compiled",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = [d for d in (tmp_path / "runs").iterdir() if "compiled" in d.name]
+    (record,) = result_records(run_dir).values()
+    assert record["verdict"]["status"] == "correct", record["verdict"]
+    census = record["integrity"]["kernel_census"]
+    assert census["judged"] is False and any(name.startswith("triton_") for name in census["own"]), census
+    assert record["integrity"]["thread_census"]["left_running"] == []
 
 
 SIDE_STREAM_TASK = """
@@ -155,3 +194,29 @@ def test_calibrate_measures_bandwidth_and_matmul(tmp_path):
     cal = json.loads((tmp_path / "cal.json").read_text())["calibration"]
     assert 0.5 < cal["bandwidth"]["fraction_of_peak"] < 1.05
     assert 0.3 < cal["matmul_tflops"]["bfloat16"]["fraction_of_peak"] < 1.05
+
+
+def test_health_gate_fails_the_run_as_configured(tmp_path):
+    """A limit no GPU meets, no cooldown allowed, ``on_unhealthy=fail``: one line, non-zero exit, nothing run;
+    the same run with ``proceed`` evaluates and records the failed gate."""
+    args = (
+        "run",
+        "hardware=h100",
+        "hardware.max_temperature_c=1",
+        "hardware.cooldown_limit_s=0",
+        "suite=full",
+        "suite.tasks=[gelu_tanh]",
+        "method=reference",
+        "tracking=off",
+        *FAST_TIMING,
+    )
+    failed = kbench(*args, "hardware.on_unhealthy=fail", cwd=tmp_path)
+    assert failed.returncode == 2, failed.stderr[-2000:]
+    assert "failed the health gate" in failed.stderr and "temperature" in failed.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert not list(run_dir.glob("jobs/*/out/result.json"))
+    proceeded = kbench(*args, "hardware.on_unhealthy=proceed", cwd=tmp_path)
+    assert proceeded.returncode == 0, proceeded.stderr[-2000:]
+    (result,) = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*/jobs/*/out/result.json")]
+    assert result["environment"]["health_gate"]["ok"] is False
+    assert result["verdict"]["status"] == "correct"

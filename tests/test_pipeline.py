@@ -44,3 +44,156 @@ def test_prestart_and_warmup(tmp_path: Path):
     assert not (run_dir / "warmup").exists()
     assert not list((run_dir / "cache" / "sandboxes").iterdir())
     assert not processes_under(tmp_path)
+
+
+def _held_windows(run_dir: Path) -> list[dict]:
+    out = []
+    for path in sorted(run_dir.glob("jobs/*/out/result.json")):
+        result = json.loads(path.read_text())
+        out.append({"token": result["environment"]["device_token"], "timing": result["timing"]})
+    return out
+
+
+def test_evaluations_in_flight_take_turns_on_the_device(tmp_path: Path):
+    """Three evaluations in flight: all correct, and their device phases (token held) never overlap."""
+    names = [f"{i}_t{i}" for i in range(1, 6)]
+    suite = make_kernelbench_dir(tmp_path / "kb", names)
+    cands = write_candidates(tmp_path / "cands", {name: HONEST_CANDIDATE for name in names})
+    proc = kbench(
+        "run",
+        "suite=kernelbench",
+        f"suite.path={suite}",
+        "method=[reference,directory]",
+        f"method.directory.path={cands}",
+        "method.directory.integrity_policy=off",
+        "tracking=off",
+        "executor.prestart=3",
+        "executor.in_flight=3",
+        *FAST_TIMING,
+        cwd=tmp_path,
+        env={"KBENCH_LOCK_DIR": str(tmp_path / "locks")},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    rows = results_of(run_dir)
+    assert len(rows) == 10 and all(row["verdict"] == "correct" for row in rows)
+    windows = _held_windows(run_dir)
+    held = sorted(tuple(w["token"]["held"]) for w in windows)
+    assert all(start < end for start, end in held)
+    assert all(first[1] <= second[0] for first, second in zip(held, held[1:])), "device phases overlapped"
+    for w in windows:  # every measurement lies inside its own device phase
+        assert w["token"]["held"][0] <= w["timing"]["window"][0] <= w["timing"]["window"][1] <= w["token"]["held"][1]
+    # They really were in flight together: some waited for the token while another held it.
+    assert max(w["token"]["waited_s"] for w in windows) > 0.05
+    assert Path(windows[0]["token"]["path"]).parent == tmp_path / "locks"
+    assert not processes_under(tmp_path)
+
+
+def test_two_gpus_share_the_sweep(tmp_path: Path, monkeypatch):
+    """``hardware.gpus=[0,1]``: one lane per GPU, each holding its own lock, the evaluations shared.
+
+    Test double at the GPU boundary (this machine has no GPU): NVML answers for two GPUs with
+    made-up UUIDs and a passing health gate. The executor is the real local one; the workers,
+    pinned to GPUs that do not exist, end without a result, which is what the run records.
+    """
+    from rich.console import Console
+
+    from runner import orchestrator as orch
+    from runner.configure import compose_config, to_settings
+    from runner.executors.base import ExecutorSettings
+    from runner.executors.local import LocalExecutor
+    from runner.gpu.nvml import GateOutcome
+    from runner.paths import SUITES_DIR, TASKS_DIR
+    from runner.rundir import open_run_dir
+    from runner.tasks.suites import SuiteSelection, resolve_suite
+
+    monkeypatch.setenv("KBENCH_LOCK_DIR", str(tmp_path / "locks"))
+
+    def nvml_double(index):
+        return {"available": True, "index": index, "uuid": f"GPU-double-{index}"}
+
+    monkeypatch.setattr(orch, "read_gpu", nvml_double)
+    monkeypatch.setattr(orch, "health_gate", lambda index, *_: GateOutcome(True, 0.0, nvml_double(index), []))
+    names = [f"{i}_g{i}" for i in range(1, 7)]
+    suite = make_kernelbench_dir(tmp_path / "kb", names)
+    cfg = compose_config(
+        ["hardware=h100", "hardware.gpus=[0,1]", "suite=kernelbench", f"suite.path={suite}", "method=reference"]
+    )
+    settings = to_settings(cfg)
+    settings.progress = False
+    tasks = resolve_suite(
+        SuiteSelection("kernelbench", "kernelbench", str(suite), (), (), (), None), TASKS_DIR, SUITES_DIR
+    )
+    run_dir = open_run_dir(tmp_path / "runs", "gpus", "cafe", resume=False)
+    executor = LocalExecutor(ExecutorSettings(timeout_s=60, cache_dir=tmp_path / "cache"))
+    runner = orch.Orchestrator(settings, run_dir, executor, None, Console(quiet=True), "test")
+    try:
+        runner.run(orch.plan(tasks, settings), None)
+    finally:
+        executor.close()
+    lanes = {}
+    for path in run_dir.path.glob("jobs/*/out/result.json"):
+        result = json.loads(path.read_text())
+        lanes.setdefault(result["environment"]["lane"]["lock"], []).append(result["task_id"])
+    assert sorted(lanes) == ["gpu-GPU-double-0", "gpu-GPU-double-1"]
+    assert sorted(t for tasks in lanes.values() for t in tasks) == [f"level1/{name}" for name in names]
+    assert all(tasks for tasks in lanes.values())
+
+
+def test_shared_compile_cache_skips_the_warm_up_it_already_did(tmp_path: Path):
+    """Two runs over one ``executor.compile_cache_dir``: the second finds its candidates warmed (the
+    cache's ledger) and starts measuring at once; both correct."""
+    suite = make_kernelbench_dir(tmp_path / "kb", NAMES)
+    cands = write_candidates(tmp_path / "cands", {name: HONEST_CANDIDATE for name in NAMES})
+    args = (
+        "run",
+        "suite=kernelbench",
+        f"suite.path={suite}",
+        "method=directory",
+        f"method.directory.path={cands}",
+        "method.directory.integrity_policy=off",
+        "tracking=off",
+        "executor.warmup_workers=2",
+        f"executor.compile_cache_dir={tmp_path / 'cc'}",
+        *FAST_TIMING,
+    )
+    first = kbench(*args, cwd=tmp_path)
+    second = kbench(*args, cwd=tmp_path)
+    assert first.returncode == 0 and second.returncode == 0, (first.stderr + second.stderr)[-3000:]
+    assert "compile warm-up: 3 candidates" in first.stdout
+    assert "compile warm-up" not in second.stdout
+    assert len(list((tmp_path / "cc").glob("warmed-*.txt"))) == 1
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert len(runs) == 2 and all(row["verdict"] == "correct" for run in runs for row in results_of(run))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def test_spares_outlive_the_thread_that_asked_for_them(tmp_path: Path):
+    """Regression: the parent-death signal fires when the *thread* that started a worker ends. A
+    dispatch thread that pre-started spares and then finished its share of the sweep killed them,
+    sometimes in the middle of another thread's evaluation (an ``infra_error`` in stage start)."""
+    import threading
+    import time
+
+    from runner.executors.base import ExecutorSettings
+    from runner.executors.local import LocalExecutor
+
+    executor = LocalExecutor(ExecutorSettings(prestart=1, timeout_s=60, cache_dir=tmp_path / "cache"))
+    job = tmp_path / "job"
+    (job / "out").mkdir(parents=True)  # no job file: the worker refuses it at once
+    try:
+        asker = threading.Thread(target=executor.run, args=(job, None))
+        asker.start()
+        asker.join()
+        (spare,) = executor.own_pids()
+        time.sleep(1.0)
+        assert _alive(spare)
+    finally:
+        executor.close()

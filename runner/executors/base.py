@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from runner.paths import MANIFESTS_DIR
+
+# From handing a job over to the worker starting it (its stage marker): imports under load, and
+# the wait for the device token while other evaluations in flight hold it (added per evaluation).
+STARTUP_LIMIT_S = 300
 
 
 class ExecutorUnavailable(RuntimeError):
@@ -21,7 +26,8 @@ class ExecutorSettings:
     env_passthrough: tuple[str, ...] = ()
     cache_dir: Path | None = None  # compile caches (inductor, triton) shared within a run
     compile_threads: int = 1  # TORCHINDUCTOR_COMPILE_THREADS inside the sandbox
-    prestart: int = 0  # workers started ahead, waiting for their job (imports and CUDA init hidden)
+    prestart: int = 0  # workers started ahead, per device, waiting for their job (imports and CUDA init hidden)
+    in_flight: int = 1  # evaluations running at once per device; their device work is serialised by its token
     # Sandbox limits the local executor cannot enforce (it has no cgroup): docker applies them.
     memory_limit_bytes: int = 16 << 30
     pids_limit: int = 1024
@@ -74,3 +80,23 @@ def take_spare(spares: list, gpu: str | None, ready):
             return spare
         spare.discard()
     return None
+
+
+def wait_for_worker(wait_until, marker: Path, started: float, settings: ExecutorSettings):
+    """Wait for a worker handed its job at ``started``; ``wait_until(deadline)`` gives its exit status or None.
+
+    The time limit counts from the moment the worker starts the job, i.e. holds the device token
+    and writes its stage marker: a slow start on a busy host, or the wait while the other
+    evaluations in flight use the device, is never a candidate's timeout. A worker that never
+    starts is given up after ``STARTUP_LIMIT_S`` plus one time limit per other evaluation in flight.
+    Returns ``(status, timed_out, never_started)``; the caller kills what is still running.
+    """
+    startup = max(STARTUP_LIMIT_S, settings.timeout_s) + (settings.in_flight - 1) * settings.timeout_s
+    deadline = started + startup
+    status = None
+    while not marker.exists() and status is None and time.perf_counter() < deadline:
+        status = wait_until(min(time.perf_counter() + 0.2, deadline))
+    never_started = status is None and not marker.exists()
+    if status is None and not never_started:
+        status = wait_until(time.perf_counter() + settings.timeout_s)
+    return status, status is None and not never_started, never_started

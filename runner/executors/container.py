@@ -22,12 +22,11 @@ from pathlib import Path
 import requests
 from docker.errors import APIError, DockerException, NotFound
 
-from runner.executors.base import ExecutionOutcome, ExecutorUnavailable
+from runner.executors.base import STARTUP_LIMIT_S, ExecutionOutcome, ExecutorUnavailable, wait_for_worker
 from runner.executors.docker_engine import first_line
 from runner.worker.protocol import CANDIDATE_FILE, JOB_FILE, OUT_DIR, STAGE_FILE, TASK_FILE
 
 CONTAINER_UID = 10001  # the image's `kbench` user; used when the host runs as root
-STARTUP_LIMIT_S = 300  # container start to the worker starting its job (imports under load included)
 COMMAND = ["sh", "-c", "exec python -m runner.worker --wait < /ctl/job"]
 _LOGS = ("stdout.log", "stderr.log")
 
@@ -43,6 +42,7 @@ class Container:
         self.slot.chmod(0o755)
         (self.slot / "job" / OUT_DIR).mkdir(parents=True)
         (self.slot / "ctl").mkdir()
+        (self.slot / "ctl" / "device.token").touch(0o444)  # the device token is mounted over it
         fifo = self.slot / "ctl" / "job"
         os.mkfifo(fifo, 0o600)
         _hand_over(self.slot / "job" / OUT_DIR, 0o700)
@@ -96,14 +96,7 @@ class Container:
         # a slow container start or torch import on a busy host is never a candidate's timeout. If the
         # worker does not even start, the orchestrator sees a harness failure (stage "start").
         marker = job / OUT_DIR / STAGE_FILE
-        startup_deadline = self.started + max(STARTUP_LIMIT_S, self.settings.timeout_s)
-        status = None
-        while not marker.exists() and status is None and time.perf_counter() < startup_deadline:
-            status = self._wait_until(min(time.perf_counter() + 0.2, startup_deadline))
-        never_started = status is None and not marker.exists()
-        if status is None and not never_started:
-            status = self._wait_until(time.perf_counter() + self.settings.timeout_s)
-        timed_out = status is None and not never_started
+        status, timed_out, never_started = wait_for_worker(self._wait_until, marker, self.started, self.settings)
         if status is None:
             try:
                 self.client.api.kill(self.container_id)
@@ -124,7 +117,8 @@ class Container:
             )
         if never_started:
             notes.append(
-                f"kbench: the worker did not start its job within {STARTUP_LIMIT_S} s of container start; killed"
+                f"kbench: the worker did not start its job within its start-up limit ({STARTUP_LIMIT_S} s, plus "
+                "the wait for the device while other evaluations used it); killed"
             )
         if dropped:
             notes.append(f"kbench: dropped from the output folder (not regular files): {', '.join(dropped[:20])}")

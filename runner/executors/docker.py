@@ -31,7 +31,11 @@ from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 from runner.executors.base import ExecutionOutcome, ExecutorSettings, take_spare
 from runner.executors.container import COMMAND, Container, container_user
 from runner.executors.docker_engine import LABEL_HOST, LABEL_OWNER, LABEL_PID, choose_image, connect, remove_orphans
+from runner.gpu.lock import work_token
+from runner.worker.device_token import TOKEN_ENV
 from runner.worker.protocol import OUT_DIR
+
+CONTAINER_TOKEN = "/ctl/device.token"
 
 
 class DockerExecutor:
@@ -42,7 +46,8 @@ class DockerExecutor:
         self.client = connect()
         self.image = choose_image(self.client, settings)
         self.owner = uuid.uuid4().hex[:16]
-        self._spares: list[Container] = []
+        self._spares: dict[str | None, list[Container]] = {}  # per device: a spare is pinned to its GPU
+        self._running: set[Container] = set()
         self._lock = threading.Lock()
         self._own_slots: Path | None = None
         version = self.client.version()
@@ -91,29 +96,38 @@ class DockerExecutor:
 
     def own_pids(self) -> set[int]:
         pids: set[int] = set()
-        for spare in list(self._spares):
-            pids |= spare.host_pids()
+        with self._lock:
+            containers = [c for spares in self._spares.values() for c in spares] + list(self._running)
+        for container in containers:
+            pids |= container.host_pids()
         return pids
 
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
         job_dir = job_dir.resolve()
         with self._lock:
-            container = take_spare(self._spares, gpu, lambda spare: spare.waiting())
+            container = take_spare(self._spares.setdefault(gpu, []), gpu, lambda spare: spare.waiting())
         if container is None:
             container = Container(self, gpu)
+        with self._lock:
+            self._running.add(container)
         try:
             container.hand_over(job_dir)
             # The next evaluations' containers start now: their start-up overlaps this one's run.
             with self._lock:
-                while len(self._spares) < self.settings.prestart:
-                    self._spares.append(Container(self, gpu))
+                missing = self.settings.prestart - len(self._spares.setdefault(gpu, []))
+            for _ in range(missing):
+                spare = Container(self, gpu)
+                with self._lock:
+                    self._spares[gpu].append(spare)
             return container.finish(job_dir)
         finally:
+            with self._lock:
+                self._running.discard(container)
             container.discard()
 
     def close(self) -> None:
         with self._lock:
-            for spare in self._spares:
+            for spare in (c for spares in self._spares.values() for c in spares):
                 spare.discard()
             self._spares.clear()
         for leftover in self.client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={self.owner}"}):
@@ -138,6 +152,8 @@ class DockerExecutor:
             Mount("/job", str(slot / "job"), type="bind", read_only=True),
             Mount(f"/job/{OUT_DIR}", str(slot / "job" / OUT_DIR), type="bind", read_only=False),
             Mount("/ctl", str(slot / "ctl"), type="bind", read_only=True),
+            # The host's device token (a flock arbitrated by the host kernel), read-only.
+            Mount(CONTAINER_TOKEN, str(work_token(gpu)), type="bind", read_only=True),
         ]
         tmpfs = {"/tmp": scratch, "/home/kbench": scratch}
         if s.shared_compile_cache and s.cache_dir is not None:
@@ -156,6 +172,7 @@ class DockerExecutor:
             "TORCHINDUCTOR_CACHE_DIR": "/cache/inductor",
             "TRITON_CACHE_DIR": "/cache/triton",
             "TORCHINDUCTOR_COMPILE_THREADS": str(s.compile_threads),
+            TOKEN_ENV: CONTAINER_TOKEN,
         }
         env.update({key: os.environ[key] for key in s.env_passthrough if key in os.environ})
         device_requests = []

@@ -1,6 +1,7 @@
 """The local executor: a fresh Python subprocess per evaluation, in its own process group.
 
-Limits: wall time (the whole process group is killed on timeout, and after every run so
+Limits: wall time (counted from the moment the worker starts its job, see
+``base.wait_for_worker``; the whole process group is killed on timeout, and after every run so
 nothing the candidate started outlives it), per-file size (RLIMIT_FSIZE), captured output
 (stdout and stderr are drained and kept up to a cap, the rest counted and dropped). The
 child's environment is built from a short allow-list: API keys and tokens in the host's
@@ -23,11 +24,14 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from runner.executors.base import ExecutionOutcome, ExecutorSettings, take_spare
+from runner.executors.base import STARTUP_LIMIT_S, ExecutionOutcome, ExecutorSettings, take_spare, wait_for_worker
+from runner.gpu.lock import work_token
 from runner.paths import REPO_ROOT
-from runner.worker.protocol import OUT_DIR
+from runner.worker.device_token import TOKEN_ENV
+from runner.worker.protocol import OUT_DIR, STAGE_FILE
 
 _ALLOWED_ENV = (
     "PATH",
@@ -48,7 +52,13 @@ class LocalExecutor:
 
     def __init__(self, settings: ExecutorSettings) -> None:
         self.settings = settings
-        self._spares: list[_Sandbox] = []
+        self._spares: dict[str | None, list[_Sandbox]] = {}  # per device: a spare is pinned to its GPU
+        self._running: set[_Sandbox] = set()
+        self._lock = threading.Lock()  # several evaluations may be in flight (executor.in_flight)
+        # Every worker is started from this one long-lived thread: the parent-death signal
+        # (``_die_with_parent``) fires when the *thread* that started a process ends, and the
+        # dispatch threads that ask for workers end before the workers they pre-started do.
+        self._spawner = ThreadPoolExecutor(1, thread_name_prefix="kbench-spawner")
         self._scratch: Path | None = None
 
     def environment(self) -> dict:
@@ -61,12 +71,16 @@ class LocalExecutor:
         }
 
     def own_pids(self) -> set[int]:
-        return {spare.process.pid for spare in self._spares}
+        with self._lock:
+            sandboxes = [s for spares in self._spares.values() for s in spares] + list(self._running)
+        return {sandbox.process.pid for sandbox in sandboxes}
 
     def close(self) -> None:
-        for spare in self._spares:
+        with self._lock:
+            spares = [s for spares in self._spares.values() for s in spares]
+            self._spares.clear()
+        for spare in spares:
             spare.discard()
-        self._spares.clear()
 
     def child_env(self, home: Path, gpu: str | None) -> dict[str, str]:
         env = {key: os.environ[key] for key in _ALLOWED_ENV if key in os.environ}
@@ -83,6 +97,7 @@ class LocalExecutor:
         # per-process compile pool costs seconds to start even when every kernel is cached.
         env["TORCHINDUCTOR_COMPILE_THREADS"] = str(self.settings.compile_threads)
         env["CUDA_VISIBLE_DEVICES"] = gpu if gpu is not None else ""
+        env[TOKEN_ENV] = str(work_token(gpu))
         if gpu is not None:
             env["KBENCH_CUDA_PREINIT"] = "1"
         return env
@@ -98,17 +113,24 @@ class LocalExecutor:
         sandboxes = self._cache_dir() / "sandboxes"
         sandboxes.mkdir(parents=True, exist_ok=True)
         home = Path(tempfile.mkdtemp(prefix="sandbox-", dir=sandboxes))
-        return _Sandbox(self.child_env(home, gpu), home, gpu, self.settings)
+        return self._spawner.submit(_Sandbox, self.child_env(home, gpu), home, gpu, self.settings).result()
 
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
         job_dir = job_dir.resolve()
-        sandbox = take_spare(self._spares, gpu, lambda spare: spare.alive())
-        if sandbox is None:
-            sandbox = self._new_sandbox(gpu)
-        # Start the next evaluations' processes now: their imports overlap this one's run.
-        while len(self._spares) < self.settings.prestart:
-            self._spares.append(self._new_sandbox(gpu))
-        return sandbox.run(job_dir)
+        with self._lock:
+            sandbox = take_spare(self._spares.setdefault(gpu, []), gpu, lambda spare: spare.alive())
+            if sandbox is None:
+                sandbox = self._new_sandbox(gpu)
+            self._running.add(sandbox)
+            # Start the next evaluations' processes now: their imports overlap this one's run.
+            spares = self._spares[gpu]
+            while len(spares) < self.settings.prestart:
+                spares.append(self._new_sandbox(gpu))
+        try:
+            return sandbox.run(job_dir)
+        finally:
+            with self._lock:
+                self._running.discard(sandbox)
 
 
 class _Sandbox:
@@ -154,11 +176,10 @@ class _Sandbox:
             self.process.stdin.close()
         except (BrokenPipeError, OSError):
             pass  # it died while waiting: the outcome below says how
-        timed_out = False
         try:
-            self.process.wait(timeout=self.settings.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            _, timed_out, never_started = wait_for_worker(
+                self._wait_until, job_dir / OUT_DIR / STAGE_FILE, started, self.settings
+            )
         finally:
             _kill_group(self.process.pid)
             self.process.wait()
@@ -169,6 +190,12 @@ class _Sandbox:
             if (self.home / name).exists():
                 shutil.move(str(self.home / name), out_dir / name)
         shutil.rmtree(self.home, ignore_errors=True)
+        if never_started:
+            with open(out_dir / "stderr.log", "ab") as log:
+                log.write(
+                    f"\nkbench: the worker did not start its job within its start-up limit ({STARTUP_LIMIT_S} s, "
+                    "plus the wait for the device while other evaluations used it); killed\n".encode()
+                )
         code = self.process.returncode
         return ExecutionOutcome(
             exit_code=code if code is not None and code >= 0 else None,
@@ -179,6 +206,12 @@ class _Sandbox:
             stderr_bytes=self.drains[1].total,
             output_truncated=any(d.total > d.kept for d in self.drains),
         )
+
+    def _wait_until(self, deadline: float) -> int | None:
+        try:
+            return self.process.wait(timeout=max(0.0, deadline - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            return None
 
     def _join_drains(self) -> None:
         for drain in self.drains:

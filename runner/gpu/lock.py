@@ -1,8 +1,10 @@
 """Per-device locks: one flock per GPU UUID (or per host for CPU timing).
 
-Held for the whole evaluation, so two kbench processes on one machine never measure on the
-same device at once. The kernel releases a flock when its holder dies. A waiting process
-says whom it waits for (the holder writes its pid and run next to the lock).
+A run holds the lock of each of its devices while it evaluates on it, so two kbench processes
+on one machine never measure on the same device at once. The kernel releases a flock when its
+holder dies. A waiting process says whom it waits for (the holder writes its pid and run next
+to the lock). Inside a run, the device-work token (``work_token``) serialises the device work
+of the evaluations in flight.
 """
 
 from __future__ import annotations
@@ -22,12 +24,36 @@ def lock_dir() -> Path:
     return Path(os.environ.get("KBENCH_LOCK_DIR", Path(tempfile.gettempdir()) / "kbench-locks"))
 
 
+def device_key(gpu: str | None) -> str:
+    """The lock name of a device: its UUID (or index where NVML cannot say), or the host for CPU runs."""
+    return f"gpu-{gpu}" if gpu is not None else "cpu-host"
+
+
+def _safe(key: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in key)
+
+
+def work_token(gpu: str | None) -> Path:
+    """The device-work token of ``gpu`` (``runner/worker/device_token.py``), created readable by all.
+
+    The run's lock (``device_lock``) keeps other kbench processes off the device for the whole
+    run; the token serialises the device work of the run's own evaluations in flight.
+    """
+    directory = lock_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{_safe(device_key(gpu))}.work"
+    if not path.exists():
+        path.touch()
+        path.chmod(0o644)
+    return path
+
+
 @contextmanager
 def device_lock(device_key: str, run_label: str, on_wait=None, poll_s: float = 1.0):
     """Hold the lock for ``device_key``; ``on_wait(holder_info)`` is called while waiting."""
     directory = lock_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in device_key)
+    safe = _safe(device_key)
     lock = FileLock(str(directory / f"{safe}.lock"))
     holder_file = directory / f"{safe}.holder"
     while True:

@@ -1,16 +1,18 @@
-"""One evaluation inside the sandbox: reference first, then the candidate, then timing.
+"""One evaluation inside the sandbox: static screen, reference, candidate, timing.
 
-Order matters. The reference outputs for every checked shape and trial are computed before
-the candidate file is imported, so nothing the candidate does at import time can change
-them. The candidate's source is screened statically under the method's integrity policy
-(``runner/static_check.py``). Then the candidate is imported (failure: ``compile_error``),
-built from the same seed as the reference, and run on fresh seeded inputs for every trial of
-every shape, with the allocator poisoned before each call (exception: ``runtime_error``;
-wrong value, shape or dtype: ``incorrect``; a runtime integrity check: ``integrity_violation``).
-A correct candidate is timed against the reference on the timed shape, inputs rotating among
-several sets; then the stream audit, the roofline (``faster_than_physics``) and the output of
-the last timed call are judged. The result is written atomically; a ``stage`` marker lets the
-orchestrator say where a crashed worker died.
+The static screen (``runner/static_check.py``, under the method's integrity policy) runs first,
+on the source alone. Every later phase may run device work and holds the device's token
+(``device_token.py``), so evaluations in flight together never share the GPU. Order matters:
+the reference outputs for every checked shape and trial are computed before the candidate
+file is imported, so nothing the candidate does at import time can change them. Then the
+candidate is imported (failure: ``compile_error``), built from the same seed as the reference,
+and run on fresh seeded inputs for every trial of every shape, with the allocator poisoned
+before each call (exception: ``runtime_error``; wrong value, shape or dtype: ``incorrect``; a
+runtime integrity check: ``integrity_violation``). A correct candidate is timed against the
+reference on the timed shape, inputs rotating among several sets; then the stream audit, the
+roofline (``faster_than_physics``) and the output of the last timed call are judged. The
+result is written atomically; a ``stage`` marker lets the orchestrator say where a crashed
+worker died.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import sys
 import time
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -26,8 +29,10 @@ import torch
 from runner.analysis.roofline import roofline_for
 from runner.static_check import screen_candidate
 from runner.worker.compare import compare_outputs
+from runner.worker.device_token import TOKEN_ENV, device_token
 from runner.worker.environment import worker_environment
 from runner.worker.integrity import (
+    ThreadCensus,
     call_violation,
     changed_flags,
     numerics_flags,
@@ -36,7 +41,9 @@ from runner.worker.integrity import (
     snapshot_inputs,
     unjoined_work,
 )
+from runner.worker.kernel_census import KernelCensus
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
+from runner.worker.precision import float64_references
 from runner.worker.protocol import (
     CANDIDATE_FILE,
     OUT_DIR,
@@ -142,13 +149,35 @@ def evaluate(job: dict, job_dir: Path) -> Result:
         if device.type == "cuda":
             torch.cuda.set_device(device)
         result.environment = worker_environment(device)
-        with torch.no_grad():
+        _screen(job, job_dir, result)
+        # Everything from here on may run work on the device: it waits for the device's token, so
+        # evaluations in flight together never share the GPU. The stage marker (from which the
+        # executors count the time limit) appears once the token is held.
+        token = result.environment.setdefault("device_token", {})
+        with device_token(os.environ.get(TOKEN_ENV), token), torch.no_grad():
             _run(job, job_dir, device, result, clock)
     except _Stop as stop:
         result.verdict = stop.verdict
     result.finished_at = time.time()
     clock.mark("done")
     return result
+
+
+def _screen(job: dict, job_dir: Path, result: Result) -> None:
+    """The static screen (``runner/static_check.py``) under the method's policy: source only, no device work."""
+    started = time.perf_counter()
+    policy = job.get("integrity_policy", "own_kernels")
+    report = screen_candidate((job_dir / CANDIDATE_FILE).read_text(errors="replace"), policy)
+    result.stage_seconds["static_check"] = round(time.perf_counter() - started, 6)
+    result.integrity = {
+        "policy": policy,
+        "static_findings": [finding.describe() for finding in report.findings],
+        "kernel_launches": report.kernel_launches,
+    }
+    if report.violation is not None:
+        raise _Stop(
+            Verdict("integrity_violation", report.violation.reason, report.violation.describe(), "static_check")
+        )
 
 
 def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: _StageClock) -> None:
@@ -167,22 +196,15 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
             inputs = make_inputs(reference_module, dims, device, _trial_seed(seed, trial))
             expected[(shape_name, trial)] = as_output_list(model(*inputs))
         del model
-
-    clock.mark("static_check")
-    policy = job.get("integrity_policy", "own_kernels")
-    report = screen_candidate((job_dir / CANDIDATE_FILE).read_text(errors="replace"), policy)
-    result.integrity = {
-        "policy": policy,
-        "static_findings": [finding.describe() for finding in report.findings],
-        "kernel_launches": report.kernel_launches,
-    }
-    if report.violation is not None:
-        raise _Stop(
-            Verdict("integrity_violation", report.violation.reason, report.violation.describe(), "static_check")
-        )
+    cost = _CheckCost(result.integrity.setdefault("check_seconds", {}), device)
+    with cost("float64_reference"):
+        precision = float64_references(reference_module, shapes, device, seed, _trial_seed(seed, 0), expected)
+    result.integrity["precision"] = precision.record
 
     clock.mark("import_candidate")
     flags_before = numerics_flags()
+    with cost("census_setup"):
+        kernels, threads = _runtime_census(job, job_dir, device, result)  # before the import: it instruments Triton
     try:
         candidate_module = import_file(job_dir / CANDIDATE_FILE, "kbench_candidate")
     except BaseException as exc:  # whatever the candidate raises at import is its failure
@@ -207,16 +229,23 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
         for trial in range(trials):
             trial_seed = _trial_seed(seed, trial)
             inputs = make_inputs(reference_module, dims, device, trial_seed)
-            snapshots = snapshot_inputs(inputs)
-            poison_allocator(expected[(shape_name, trial)])
+            with cost("per_call"):
+                snapshots = snapshot_inputs(inputs)
+                poison_allocator(expected[(shape_name, trial)])
             try:
-                outputs = as_output_list(candidate(*inputs))
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
+                with kernels.watch(shape_name, trial), threads.watch():
+                    outputs = as_output_list(candidate(*inputs))
+                    if device.type == "cuda":
+                        torch.cuda.synchronize(device)
             except Exception as exc:
                 status = "compile_error" if _is_compile_error(exc) else "runtime_error"
                 raise _Stop(_failure(status, "forward_failed", exc, "correctness")) from None
-            violation = call_violation(inputs, snapshots, outputs, previous_outputs)
+            with cost("per_call"):
+                violation = (
+                    threads.violation()
+                    or call_violation(inputs, snapshots, outputs, previous_outputs)
+                    or kernels.violation()
+                )
             if violation is not None:
                 reason, evidence = violation
                 raise _Stop(
@@ -246,6 +275,13 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
                         "correctness",
                     )
                 )
+            if trial == 0:  # within tolerance; now against the float64 answer (runner/worker/precision.py)
+                with cost("per_call"):
+                    violation = precision.judge(shape_name, outputs, result.integrity.setdefault("runtime_checks", []))
+                if violation is not None:
+                    reason, evidence = violation
+                    message = f"shape {shape_name}, trial 0: {evidence}"
+                    raise _Stop(Verdict("integrity_violation", reason, message, "correctness"))
         del candidate
     expected.clear()
 
@@ -267,7 +303,8 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
     result.timing = timing
     write_json_atomic(job_dir / OUT_DIR / SAMPLES_FILE, raw)
     clock.mark("checks_after_timing")
-    result.integrity["runtime_checks"] = ["timed_output", "sync_audit"] if device.type == "cuda" else ["timed_output"]
+    checks = result.integrity.setdefault("runtime_checks", [])
+    checks += ["timed_output", "sync_audit"] if device.type == "cuda" else ["timed_output"]
     evidence = unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms)
     if evidence:
         raise _Stop(Verdict("integrity_violation", "unjoined_stream_work", evidence, "timing"))
@@ -293,6 +330,40 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
     expected = reference.model(*fresh)
     again = candidate.model(*input_sets[index])
     _check_timed_output(expected, again, "a call on new values at the same addresses", index, tolerance)
+
+
+def _runtime_census(job: dict, job_dir: Path, device: torch.device, result: Result):
+    """The kernel and thread censuses of the correctness calls; their records are in the result from now on."""
+    path = job_dir / CANDIDATE_FILE
+    source = path.read_text(errors="replace")
+    policy = job.get("integrity_policy", "own_kernels")
+    kernels = KernelCensus(source, path, device, policy, job.get("meta", {}).get("method", ""))
+    kernels.plan(job["check_shapes"][0], int(job["trials"]))
+    threads = ThreadCensus(path)
+    result.integrity["kernel_census"] = kernels.record
+    result.integrity["thread_census"] = threads.record
+    return kernels, threads
+
+
+class _CheckCost:
+    """Seconds spent in the integrity checks inside the correctness stage, by kind (``integrity.check_seconds``).
+
+    With the stages of their own (``static_check``, ``checks_after_timing``) this is what the
+    checks cost an evaluation; the one profiled call of the kernel census is in ``correctness``.
+    """
+
+    def __init__(self, seconds: dict, device: torch.device) -> None:
+        self.seconds, self.device = seconds, device
+
+    @contextmanager
+    def __call__(self, kind: str):
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)  # the checks' device work is theirs, not the next call's
+            self.seconds[kind] = round(self.seconds.get(kind, 0.0) + time.perf_counter() - started, 6)
 
 
 def _check_timed_output(expected, outputs, what: str, index: int, tolerance) -> None:

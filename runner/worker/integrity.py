@@ -12,13 +12,28 @@ the evidence in the message. The checks here need no profiler and run on CPU and
 - ``unjoined_stream_work``: timed with a device-wide synchronisation the candidate takes much
   longer than its events say (work left running on another stream, so not measured);
 - ``timed_output_mismatch``: the output of the last timed call (inputs rotating among several
-  sets) is wrong, i.e. the candidate was correct only while it was being checked.
+  sets) is wrong, i.e. the candidate was correct only while it was being checked;
+- ``thread_left_running``: a Python thread started during a checked call is still alive after
+  it, or another thread runs the candidate's code after the call returned (the candidate
+  computing in the background, or finishing its output after returning).
+  Threads that torch or triton start (Inductor's compile pool) are recorded, not flagged
+  (``ThreadCensus``).
+The kernel census (``no_own_kernel_ran``) lives in ``runner/worker/kernel_census.py``.
 Before every checked call, memory shaped like the expected outputs is filled with a poison
 value and freed, so a candidate returning uninitialised or freed memory (the reference's
 answer left in the allocator, say) returns poison instead.
 """
 
 from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import sys
+import sysconfig
+import threading
+from contextlib import contextmanager
+from pathlib import Path
 
 import torch
 
@@ -126,3 +141,162 @@ def unjoined_work(sync_gap_ms: dict, candidate_median_ms: float) -> str | None:
             f"measure ({candidate_median_ms:.4f} ms): work on another stream was not timed"
         )
     return None
+
+
+class ThreadCensus:
+    """Python threads around each checked call: a new one still alive after it is ``thread_left_running``.
+
+    Who started a thread is read from the stack at ``Thread.start``, wrapped only while a call is
+    watched: the innermost frame in the candidate file or in torch/triton decides, so Inductor's
+    compile pool (started in ``torch/_inductor``) and tqdm's monitor started under its autotuning
+    are torch's. A thread is the candidate's when that frame, the
+    thread's target or the code it runs right now lives in the candidate file; one started from
+    other code is flagged as well. A thread from before the call that runs the candidate's code
+    after it (work handed to a pool torch made) is flagged too. A thread that did not go through
+    ``Thread.start`` (a native thread that entered Python) is recorded only.
+    The process's OS thread count is evidence only: torch, CUDA and OpenMP start native pools lazily.
+    """
+
+    def __init__(self, candidate_file: Path) -> None:
+        self.candidate_file = str(candidate_file)
+        self._pending: tuple[str, str] | None = None
+        self.record: dict = {"calls": 0, "left_running": [], "library_threads": [], "os_threads": {}}
+
+    @contextmanager
+    def watch(self):
+        before = set(threading.enumerate())
+        os_before = _os_thread_count()
+        starters: dict[threading.Thread, tuple | None] = {}
+        original = threading.Thread.start
+
+        def start(thread, *args, **kwargs):
+            starters[thread] = _starter(_stack(sys._getframe(1)), self.candidate_file)
+            return original(thread, *args, **kwargs)
+
+        threading.Thread.start = start
+        try:
+            yield
+        finally:
+            threading.Thread.start = original
+            self._judge(before, starters, os_before)
+
+    def violation(self) -> tuple[str, str] | None:
+        """``(reason, evidence)`` for the call just watched, or None."""
+        found, self._pending = self._pending, None
+        return found
+
+    def _judge(self, before: set, starters: dict, os_before: int | None) -> None:
+        self.record["calls"] += 1
+        counts = self.record["os_threads"]
+        os_after = _os_thread_count()
+        counts.setdefault("before_first_call", os_before)
+        counts["after_last_call"] = os_after
+        if os_before is not None and os_after is not None:
+            counts["most_added_by_a_call"] = max(counts.get("most_added_by_a_call", 0), os_after - os_before)
+        frames = sys._current_frames()
+        for thread in threading.enumerate():
+            if thread is threading.current_thread():
+                continue
+            now = _stack(frames.get(thread.ident))
+            running_mine = [w for w in now if w[0] == self.candidate_file]
+            if thread in before:
+                # An older thread (one torch made, say) that runs the candidate's code now: work handed off.
+                if running_mine:
+                    self._flag(
+                        f"thread {thread.name!r} runs the candidate's code after the call returned: now in "
+                        f"{_describe(running_mine)}"
+                    )
+                continue
+            starter = starters.get(thread, "unrecorded")
+            target = _target_code(thread)
+            mine = running_mine or [
+                w for w in (starter, target) if isinstance(w, tuple) and w[0] == self.candidate_file
+            ]
+            if not mine and starter == "unrecorded":
+                self._note_library(f"{thread.name} (not started through threading; now in {_describe(now)})")
+            elif not mine and starter is not None and starter[0].startswith(_library_dirs()):
+                self._note_library(f"{thread.name} (started by {_describe([starter])})")
+            else:
+                self._flag(
+                    f"thread {thread.name!r}, started during the call, is still running after it: "
+                    f"it runs {_describe([target])}, was started from {_describe([starter])}, "
+                    f"now in {_describe(running_mine or now)}"
+                )
+
+    def _flag(self, evidence: str) -> None:
+        self.record["left_running"].append(evidence)
+        if self._pending is None:
+            self._pending = ("thread_left_running", evidence)
+
+    def _note_library(self, text: str) -> None:
+        seen = self.record["library_threads"]
+        if text not in seen and len(seen) < 20:
+            seen.append(text)
+
+
+@functools.cache
+def _stdlib_dirs() -> tuple[str, ...]:
+    return tuple({os.path.join(sysconfig.get_paths()[key], "") for key in ("stdlib", "platstdlib")})
+
+
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    """Where torch and triton live: threads started from there are theirs."""
+    dirs = []
+    for name in ("torch", "triton"):
+        spec = importlib.util.find_spec(name)
+        dirs += [os.path.join(p, "") for p in (spec.submodule_search_locations or [])] if spec else []
+    return tuple(dirs)
+
+
+def _is_stdlib(file: str) -> bool:
+    return file.startswith("<") or (file.startswith(_stdlib_dirs()) and "-packages" not in file)
+
+
+def _stack(frame) -> list[tuple[str, int, str]]:
+    """``(file, line, function)`` from ``frame`` outwards, innermost first."""
+    found = []
+    while frame is not None and len(found) < 64:
+        found.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
+        frame = frame.f_back
+    return found
+
+
+def _starter(stack: list, candidate_file: str) -> tuple | None:
+    """Who started a thread: the innermost frame in the candidate file or in torch/triton (a helper
+    library they call, like tqdm's monitor under Inductor's autotuning, is theirs); failing both,
+    the innermost frame outside the standard library."""
+    decisive = [w for w in stack if w[0] == candidate_file or w[0].startswith(_library_dirs())]
+    return decisive[0] if decisive else next((w for w in stack if not _is_stdlib(w[0])), None)
+
+
+def _target_code(thread: threading.Thread) -> tuple[str, int, str] | None:
+    """Where the function a thread runs is defined (its target, or an overridden ``run``)."""
+    target = getattr(thread, "_target", None)
+    if target is None and type(thread).run is not threading.Thread.run:
+        target = type(thread).run
+    while isinstance(target, functools.partial):
+        target = target.func
+    function = getattr(target, "__func__", target)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None
+    return code.co_filename, code.co_firstlineno, getattr(function, "__qualname__", code.co_name)
+
+
+def _describe(places: list) -> str:
+    if not places or not isinstance(places[0], tuple):
+        return "unknown code"
+    file, line, name = places[0]
+    for prefix in ("site-packages/", "dist-packages/", *_stdlib_dirs()):
+        if prefix in file:
+            file = file.split(prefix, 1)[1]
+            break
+    return f"{name} ({os.path.basename(file) if file.endswith('candidate.py') else file}:{line})"
+
+
+def _os_thread_count() -> int | None:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return None

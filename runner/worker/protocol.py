@@ -48,6 +48,8 @@ class TimingSettings:
     min_samples: int = 100
     max_samples: int = 5000
     target_noise: float = 0.005
+    # nvbench's --min-time: the noise target may stop sampling only once each side's samples add up to this
+    min_time_s: float = 0.0
     time_cap_s: float = 10.0
     batch: int = 20
     warmup_ms: float = 25.0

@@ -5,8 +5,9 @@ alternate in a random order so that drift (clocks, temperature, other tenants) h
 sides equally. On a GPU: the L2 cache is flushed outside the timed region before every
 sample ("cold"), CUDA events bracket the call, and events are queued for a whole batch with
 one synchronisation per batch so the host never makes the GPU wait. Sampling stops when the
-estimated relative noise of the median ratio is under the target (after a minimum count),
-or at a sample or time cap. On a CPU the same loop runs on the host clock.
+estimated relative noise of the median ratio is under the target (after a minimum count and,
+like nvbench's ``--min-time``, a minimum measured time per side), or at a sample or time cap.
+On a CPU the same loop runs on the host clock.
 
 Around every batch the GPU's clocks are read (``clocks.py``): a batch slowed by heat or a
 hardware slowdown is thrown away and taken again (power-capped batches are counted, and
@@ -98,7 +99,8 @@ def measure_pair(
         n = len(samples["reference"])
         noise = _ratio_noise(samples["reference"], samples["candidate"])
         both_audited = audited is None or batches >= 2
-        if n >= settings.min_samples and noise <= settings.target_noise and both_audited:
+        long_enough = min(sum(samples[side]) for side in sides) >= 1000.0 * settings.min_time_s
+        if n >= settings.min_samples and noise <= settings.target_noise and both_audited and long_enough:
             stop_reason = "noise_target"
             break
         if time.perf_counter() - started > settings.time_cap_s and n >= min(settings.min_samples, 10) and both_audited:

@@ -2,7 +2,8 @@
 
 They measure false positives: each must pass the static screen under ``own_kernels`` and end
 ``correct`` in one real ``kbench run`` (local executor, directory method) on the CPU, where
-Triton's interpreter runs the kernels (``TRITON_INTERPRET=1`` passed into the sandbox).
+Triton's interpreter runs the kernels (``TRITON_INTERPRET=1`` passed into the sandbox), with
+its own kernels seen running by the kernel census.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from runner.static_check import screen_candidate
-from tests.conftest import REPO, kbench, results_of
+from tests.conftest import REPO, kbench, result_records
 
 pytest.importorskip("triton")
 
@@ -55,10 +56,13 @@ def controls_run(tmp_path_factory):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = (tmp / "runs").iterdir()
-    return {row["task_id"]: row for row in results_of(run_dir)}
+    return result_records(run_dir)
 
 
 @pytest.mark.parametrize("control", CONTROLS, ids=[p.stem for p in CONTROLS])
-def test_control_is_correct(controls_run, control):
-    row = controls_run[control.stem]
-    assert row["verdict"] == "correct", row
+def test_control_is_correct_and_its_kernels_ran(controls_run, control):
+    record = controls_run[control.stem]
+    assert record["verdict"]["status"] == "correct", record["verdict"]
+    census = record["integrity"]["kernel_census"]
+    assert census["instrument"] == "triton_interpreter" and census["own_kernel_ran"] is True, census
+    assert set(census["own"]) <= set(census["defined"]) and not census["library"], census

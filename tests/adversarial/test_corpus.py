@@ -1,8 +1,9 @@
 """The adversarial corpus: every hostile candidate in ``cases/`` ends as its expected verdict.
 
-Each case file states ``# expect: <verdict> [<reason>]`` on its first line. One real
-``kbench run`` (local executor, directory method) evaluates them all against the same small
-task, on the CPU; positive controls must stay ``correct``.
+Each case file states ``# expect: <verdict> [<reason>]`` on its first line, and may name the
+task it replaces on its second, ``# task: <name>`` (a file in ``tasks/``); the others replace
+the small task of ``tests/conftest.py``. One real ``kbench run`` (local executor, directory
+method) evaluates them all on the CPU; positive controls must stay ``correct``.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FAST_TIMING, kbench, make_kernelbench_dir, results_of
+from tests.conftest import FAST_TIMING, SMALL_TASK, kbench, make_kernelbench_dir, results_of
 
 CASES_DIR = Path(__file__).parent / "cases"
 CASES = sorted(CASES_DIR.glob("*.py"))
+TASKS_DIR = Path(__file__).parent / "tasks"
 
 
 def _expected(path: Path) -> tuple[str, str]:
@@ -22,10 +24,19 @@ def _expected(path: Path) -> tuple[str, str]:
     return words[0], words[1] if len(words) > 1 else ""
 
 
+def _task_source(path: Path) -> str:
+    lines = path.read_text().splitlines()
+    if len(lines) > 1 and lines[1].startswith("# task:"):
+        return (TASKS_DIR / f"{lines[1].removeprefix('# task:').strip()}.py").read_text()
+    return SMALL_TASK
+
+
 def run_corpus(tmp: Path, *overrides: str) -> dict[str, dict]:
     """One real ``kbench run`` over every case; ``{case name: result row}``."""
     names = [f"{i}_{path.stem}" for i, path in enumerate(CASES, 1)]
-    suite = make_kernelbench_dir(tmp / "kb", names)
+    suite = tmp / "kb"
+    for name, path in zip(names, CASES):
+        make_kernelbench_dir(suite, [name], _task_source(path))
     cands = tmp / "cands" / "level1"
     cands.mkdir(parents=True)
     for name, path in zip(names, CASES):

@@ -1,0 +1,240 @@
+"""The precision layer: an fp32 task's answer must carry fp32's precision, not only meet its tolerance.
+
+Owns the float64 references and the bound. In the reference stage, before the candidate is
+imported, trial 0 of every checked shape is computed once more in float64: a fresh reference
+model built from the same seed and converted with ``.double()``, float32 inputs cast to float64,
+other inputs as they are. The fp32 reference's own error against that answer is kept with it.
+Once the candidate meets the ordinary tolerance on trial 0 of a shape, its error against the
+float64 answer may be at most ``RATIO_LIMIT`` times the fp32 reference's own error (floored at
+``FLOOR``). Beyond that the evaluation ends as ``integrity_violation`` with a reason code named
+after the precision the error looks like:
+- ``reduced_precision_tf32``: an error of a 10-bit mantissa, as TF32 tensor cores (Triton's
+  default ``tl.dot`` on fp32 inputs, cuBLAS with TF32 allowed) or fp16 arithmetic leave;
+- ``reduced_precision_bf16``: an error of 2^-10 or more, as bf16 (7-bit mantissa) arithmetic leaves.
+Both mean "less precise than fp32"; the name is read off the size of the error alone (see
+``reduced_precision_reason``), and the evidence gives the numbers behind it.
+
+The layer applies where every floating-point output of the reference is float32. Where the
+float64 computation fails (an op without float64 support), returns another dtype (the reference
+casts internally) or would be too big, the record says why and that shape is not judged: never a
+failure of the candidate. Every result carries the record in ``integrity["precision"]``.
+Must not touch: the fp32 expected outputs, global numerics flags, the default dtype.
+"""
+
+from __future__ import annotations
+
+import math
+from types import ModuleType
+
+import torch
+
+from runner.worker.loading import as_output_list, build_model, make_inputs
+
+# Why 64 x max(reference error, 2^-21). Relative L2 errors against float64, measured on the CPU at
+# the tasks' small shapes (tests/test_precision.py runs the same variants), in units of
+# u = 2^-24, fp32's unit roundoff:
+#                          fp32 ref  honest fp32 kernels, worst of           TF32 RNE / truncated   fp16   bf16
+# matmul_square_fp32 (K=64)   2.5 u   K in blocks, reversed, by one: 2.5 u    5035 / 13253 u    6149 u  47642 u
+# matmul_long_k8192 (K=1024)  4.2 u   K in blocks, by one: 9.7 u              4627 / 12237 u    5759 u  46692 u
+# layer_norm_falcon40b        1.0 u   two-/one-pass, approx rsqrt: 2.3 u      4746 /  7918 u    5900 u  47117 u
+# softmax_attn_scores         1.0 u   exp2, approx exp and 1/x, online: 3.3 u 6410 /  9669 u    7582 u  59736 u
+# sum_rows_fp32 (1024)        0.6 u   128 lanes, one accumulator: 5.8 u        105 /  5944 u    2998 u  25118 u
+# exp_scores_fp32             0.4 u   ex2.approx (tl.exp): 2.4 u              2475 /  4966 u    4138 u  32545 u
+# gelu_tanh                   0.6 u   tanh through exp2, x*sigmoid: 0.9 u     4063 /  8145 u    5420 u  44095 u
+# The honest Triton controls (tests/adversarial/controls) stay under 6 u. The bound is 512 u (2^-15)
+# while the reference's own error is under the floor (8 u), 64x that error above it: 50x above the
+# honest kernels here, 3.7x above the worst honest error found at any shape (139 u: one fp32
+# accumulator along a 131072-element row; tl.exp's exp2(x * log2 e) at x up to 80 is 32 u), and
+# 4.8x under the least TF32 error (9x under TF32 matmuls, 24x under truncating ones), 5.9x under
+# fp16, 49x under bf16. Above the floor the ratio rules: one-pass variance on rows whose mean is
+# 30 standard deviations (an unstable algorithm on ill-conditioned data) is 43x its reference's
+# 18 u, TF32 on them 4280x. Not caught: inputs rounded to nearest before a plain sum (105 u),
+# where the rounding errors average out and nothing is gained either.
+UNIT_ROUNDOFF_FP32 = 2.0**-24
+FLOOR = 8 * UNIT_ROUNDOFF_FP32  # 2^-21: a few roundings' worth, where the fp32 reference is (nearly) exact
+RATIO_LIMIT = 64.0
+# TF32 and fp16 errors measured 2^-12.7 to 2^-10.3 (table above), bf16 2^-9.4 to 2^-8.1: the boundary lies between.
+BF16_LIKE_ERROR = 2.0**-10
+# A float64 copy of more elements than this (inputs, parameters and outputs together) is not made:
+# such shapes are the timed ones, and the small check shapes carry the check.
+MAX_FLOAT64_ELEMENTS = 1 << 24
+
+_CHUNK = 1 << 24
+
+
+class _Unavailable(Exception):
+    """The float64 reference cannot be had for a shape; the message says why."""
+
+
+def relative_error(value: torch.Tensor, reference: torch.Tensor) -> float | None:
+    """``||value - reference|| / ||reference||`` in float64 over the elements finite in both.
+
+    None where the reference is zero there (no scale to measure against). The elementwise
+    NaN and infinity patterns are the ordinary tolerance's business, checked before this.
+    """
+    v, r = value.detach().reshape(-1), reference.detach().reshape(-1)
+    squared_error = squared_norm = 0.0
+    for start in range(0, r.numel(), _CHUNK):
+        rc = r[start : start + _CHUNK].double()
+        vc = v[start : start + _CHUNK].to(rc.device).double()
+        keep = torch.isfinite(rc) & torch.isfinite(vc)
+        rc, vc = rc[keep], vc[keep]
+        squared_error += float((vc - rc).square().sum())
+        squared_norm += float(rc.square().sum())
+    if squared_norm == 0.0:
+        return None
+    return math.sqrt(squared_error / squared_norm)
+
+
+def allowed_error(reference_error: float) -> float:
+    """The largest error against float64 that an fp32 candidate may have."""
+    return RATIO_LIMIT * max(reference_error, FLOOR)
+
+
+def reduced_precision_reason(candidate_error: float) -> tuple[str, str]:
+    """The reason code for a candidate error beyond the bound, and the precision it looks like.
+
+    Read off the error's size alone: TF32 and fp16 round to 11 significant bits (unit roundoff
+    2^-11), bf16 to 8 (2^-8); an op's own conditioning can shift an error by a bit or two.
+    """
+    if candidate_error >= BF16_LIKE_ERROR:
+        return "reduced_precision_bf16", "like bf16 arithmetic (8 significant bits)"
+    return "reduced_precision_tf32", "like TF32 or fp16 arithmetic (11 significant bits)"
+
+
+def judge_error(candidate_error: float, reference_error: float) -> str | None:
+    """The reason code when the candidate is less precise than fp32 allows, else None."""
+    if candidate_error <= allowed_error(reference_error):
+        return None
+    return reduced_precision_reason(candidate_error)[0]
+
+
+class PrecisionCheck:
+    """The float64 answers of one evaluation's checked shapes and the record of the check."""
+
+    def __init__(self, record: dict) -> None:
+        self.record = record  # JSON; the worker puts it into result.integrity["precision"]
+        self._answers: dict[str, list] = {}  # shape -> float64 output per output (None: not compared)
+        self._reference_errors: dict[str, list] = {}
+
+    def judge(self, shape_name: str, outputs: list, runtime_checks: list) -> tuple[str, str] | None:
+        """Compare trial 0's outputs (already within tolerance) with the float64 answer.
+
+        Returns ``(reason, evidence)`` for a violation, else None; records the errors and adds
+        ``"precision"`` to ``runtime_checks`` when the comparison ran.
+        """
+        answers = self._answers.pop(shape_name, None)  # dropped once used: the memory is the candidate's
+        if answers is None:
+            return None
+        reference_errors = self._reference_errors[shape_name]
+        errors: list = []
+        worst = None
+        for index, (answer, reference_error) in enumerate(zip(answers, reference_errors)):
+            error = None if answer is None else relative_error(outputs[index], answer)
+            errors.append(error)
+            if error is None:
+                continue
+            ratio = error / max(reference_error, FLOOR)
+            if worst is None or ratio > worst[0]:
+                worst = (ratio, index, error, reference_error)
+        entry = self.record["shapes"][shape_name]
+        entry["candidate_error"] = errors
+        entry["ratio"] = None if worst is None else worst[0]
+        entry["ok"] = worst is None or worst[0] <= RATIO_LIMIT
+        self.record["status"] = "checked"
+        if "precision" not in runtime_checks:
+            runtime_checks.append("precision")
+        if entry["ok"]:
+            return None
+        ratio, index, error, reference_error = worst
+        reason, looks_like = reduced_precision_reason(error)
+        evidence = (
+            f"output {index} is {error:.3g} (2^{math.log2(error):.1f}) from a float64 reference in relative L2 norm, "
+            f"{ratio:.0f}x the larger of the fp32 reference's own error ({reference_error:.3g}) and the floor "
+            f"({FLOOR:.3g}), where {RATIO_LIMIT:.0f}x is allowed: about {-math.log2(error):.0f} bits of precision "
+            f"where fp32 has 24, {looks_like}"
+        )
+        return reason, evidence
+
+
+def float64_references(
+    module: ModuleType, shapes: dict, device: torch.device, seed: int, trial_seed: int, expected: dict
+) -> PrecisionCheck:
+    """The float64 answers for trial 0 of every shape; ``expected[(shape, 0)]`` holds the fp32 outputs.
+
+    Runs in the reference stage, before the candidate is imported.
+    """
+    for shape_name in shapes:
+        why = _not_applicable(expected[(shape_name, 0)])
+        if why:
+            return PrecisionCheck({"status": "not_applicable", "why": why})
+    check = PrecisionCheck(
+        {"status": "prepared", "bound": {"ratio": RATIO_LIMIT, "floor": FLOOR, "metric": "relative L2"}, "shapes": {}}
+    )
+    for shape_name, dims in shapes.items():
+        outputs32 = expected[(shape_name, 0)]
+        try:
+            answers = _float64_answer(module, dims, device, seed, trial_seed, outputs32)
+            errors = _reference_errors(outputs32, answers)
+        except _Unavailable as exc:
+            check.record["shapes"][shape_name] = {"not_available": str(exc)}
+            continue
+        except Exception as exc:  # an op without float64 support is no failure of the candidate's
+            message = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            check.record["shapes"][shape_name] = {"not_available": f"the float64 reference failed: {message}"}
+            continue
+        check._answers[shape_name] = [a if e is not None else None for a, e in zip(answers, errors)]
+        check._reference_errors[shape_name] = errors
+        check.record["shapes"][shape_name] = {"reference_error": errors}
+    if not check._answers:
+        check.record["status"] = "not_available"
+    return check
+
+
+def _not_applicable(outputs: list) -> str:
+    floating = [x.dtype for x in outputs if isinstance(x, torch.Tensor) and x.is_floating_point()]
+    if not floating:
+        return "the reference has no floating-point outputs"
+    others = sorted({str(dtype) for dtype in floating if dtype != torch.float32})
+    if others:
+        return f"the reference's floating-point outputs are not all float32 ({', '.join(others)})"
+    return ""
+
+
+def _float64_answer(module: ModuleType, dims: dict, device: torch.device, seed: int, trial_seed: int, outputs32: list):
+    model = build_model(module.Model, module, dims, device, seed)
+    if not isinstance(model, torch.nn.Module):
+        raise _Unavailable("the reference model is not an nn.Module, so it cannot be converted to float64")
+    inputs = make_inputs(module, dims, device, trial_seed)
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)] + list(model.parameters()) + list(model.buffers())
+    tensors += [x for x in outputs32 if isinstance(x, torch.Tensor)]
+    size = sum(x.numel() for x in tensors if x.is_floating_point())
+    if size > MAX_FLOAT64_ELEMENTS:
+        raise _Unavailable(f"{size} floating-point elements, more than the float64 budget of {MAX_FLOAT64_ELEMENTS}")
+    model = model.double()
+    inputs = [x.double() if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else x for x in inputs]
+    answers = as_output_list(model(*inputs))
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)  # a float64 kernel's failure is reported here, not in the candidate's stage
+    return answers
+
+
+def _reference_errors(outputs32: list, answers: list) -> list:
+    """The fp32 reference's relative error per output (None: not compared)."""
+    if len(answers) != len(outputs32):
+        raise _Unavailable(f"the float64 reference returned {len(answers)} outputs, the fp32 one {len(outputs32)}")
+    errors: list = []
+    for index, (ref32, ref64) in enumerate(zip(outputs32, answers)):
+        if not (isinstance(ref32, torch.Tensor) and ref32.is_floating_point()):
+            errors.append(None)
+            continue
+        if not isinstance(ref64, torch.Tensor) or ref64.dtype != torch.float64 or ref64.shape != ref32.shape:
+            got = f"{ref64.dtype} {tuple(ref64.shape)}" if isinstance(ref64, torch.Tensor) else type(ref64).__name__
+            raise _Unavailable(
+                f"output {index} of the float64 reference is {got}, not float64 {tuple(ref32.shape)}: "
+                "the reference casts to a fixed dtype"
+            )
+        errors.append(relative_error(ref32, ref64))  # None where the answer is all zeros
+    if all(error is None for error in errors):
+        raise _Unavailable("every floating-point output of the float64 reference is zero")
+    return errors

@@ -1,0 +1,89 @@
+"""The kernel census under ``own_kernels``: a candidate whose own kernel never runs is caught at run time.
+
+Each file in ``kernel_cases/`` states ``# expect: <verdict> [<reason>]`` on its first line and
+passes the static screen under ``own_kernels`` (so only the runtime census can tell). One real
+``kbench run`` (local executor, directory method, the policy of the directory and LLM methods)
+evaluates them against the small task; on the CPU Triton's interpreter runs the kernels and
+the census counts their launches. ``tests/test_gpu.py`` runs the same cases under the CUDA profiler.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.static_check import screen_candidate
+from tests.conftest import kbench, make_kernelbench_dir, result_records
+
+pytest.importorskip("triton")
+
+CASES = sorted((Path(__file__).parent / "kernel_cases").glob("*.py"))
+
+
+def expected_verdict(path: Path) -> tuple[str, str]:
+    words = path.read_text().splitlines()[0].removeprefix("# expect:").split()
+    return words[0], words[1] if len(words) > 1 else ""
+
+
+def run_kernel_cases(tmp: Path, *overrides: str, env: dict | None = None) -> dict[str, dict]:
+    """One ``kbench run`` over every case under ``own_kernels``; ``{case name: result.json}``."""
+    names = [f"{i}_{path.stem}" for i, path in enumerate(CASES, 1)]
+    suite = make_kernelbench_dir(tmp / "kb", names)
+    cands = tmp / "cands" / "level1"
+    cands.mkdir(parents=True)
+    for name, path in zip(names, CASES):
+        (cands / f"{name}.py").write_text(path.read_text())
+    proc = kbench(
+        "run",
+        "suite=kernelbench",
+        f"suite.path={suite}",
+        "method=directory",
+        f"method.directory.path={tmp / 'cands'}",
+        "method.directory.integrity_policy=own_kernels",
+        "tracking=off",
+        "run.name=kernel_cases",
+        # The verdicts come from the correctness calls; timing would only cost time.
+        "eval.timing.enabled=false",
+        *overrides,
+        cwd=tmp,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (tmp / "runs").iterdir()
+    return {task_id.split("_", 1)[1]: record for task_id, record in result_records(run_dir).items()}
+
+
+@pytest.fixture(scope="module")
+def kernel_run(tmp_path_factory):
+    return run_kernel_cases(
+        tmp_path_factory.mktemp("kernel_cases"),
+        "executor.env_passthrough=[TRITON_INTERPRET]",
+        env={"TRITON_INTERPRET": "1"},
+    )
+
+
+def test_cases_include_a_control_and_a_hostile_case():
+    verdicts = {expected_verdict(p)[0] for p in CASES}
+    assert {"correct", "integrity_violation"} <= verdicts
+
+
+@pytest.mark.parametrize("case", CASES, ids=[p.stem for p in CASES])
+def test_case_passes_the_static_screen(case):
+    report = screen_candidate(case.read_text(), "own_kernels")
+    assert report.violation is None and report.kernel_launches >= 1, report.findings
+
+
+@pytest.mark.parametrize("case", CASES, ids=[p.stem for p in CASES])
+def test_case_verdict_and_census(kernel_run, case):
+    record = kernel_run[case.stem]
+    verdict = record["verdict"]
+    assert (verdict["status"], verdict["reason"]) == expected_verdict(case), verdict
+    census = record["integrity"]["kernel_census"]
+    assert census["instrument"] == "triton_interpreter" and census["judged"] is True, census
+    assert census["call"] == {"shape": "default", "trial": 1}
+    if verdict["status"] == "correct":
+        assert census["own"] == {"_linear_relu_kernel": 1} and census["own_kernel_ran"] is True
+    else:
+        assert census["own"] == {} and census["own_kernel_ran"] is False
+        assert "_linear_relu_kernel" in verdict["message"] and "shape default, trial 1" in verdict["message"]
