@@ -235,7 +235,7 @@ def command_run(overrides: list[str], console: Console) -> int:
         if settings.warmup_workers:
             console.print("compile warm-up off: containers have private compile caches (executor.shared_compile_cache)")
     else:
-        warmup_executor = make_executor(requested, replace(executor_settings, prestart=0))
+        warmup_executor = make_executor(requested, replace(executor_settings, prestart=0, in_flight=1))
     orchestrator = Orchestrator(settings, run_dir, executor, sink, console, host["git_commit"], warmup_executor)
     started = time.perf_counter()
     try:

@@ -389,7 +389,8 @@ class Orchestrator:
         lanes = self._lanes()
         with RunProgress(len(evaluations), done, self.console, enabled=self.settings.progress) as progress:
             with ExitStack() as held:
-                for lane in lanes:
+                # Always in the same order: two runs asking for the same GPUs cannot each hold one and wait.
+                for lane in sorted(lanes, key=lambda lane: lane.lock_key):
                     held.enter_context(device_lock(lane.lock_key, str(self.run_dir.path), on_wait=self._waiting))
                 for chunk in self._chunks(todo):
                     self._warm_up(chunk, lanes)

@@ -61,7 +61,7 @@ def test_kernel_census_under_the_cuda_profiler(tmp_path):
         assert (record["verdict"]["status"], record["verdict"]["reason"]) == kernel_verdict(case), record["verdict"]
         census = record["integrity"]["kernel_census"]
         assert census["instrument"] == "cuda_profiler" and census["judged"] is True, census
-        assert census["call"] == {"shape": "default", "trial": 1}
+        assert census["call"]["shape"] == "default" and census["call"]["trial"] >= 1
     honest = records["honest_triton_linear"]["integrity"]["kernel_census"]
     assert honest["own"] == {"_linear_relu_kernel": 1} and honest["own_kernel_ran"] is True, honest
     assert honest["own_gpu_us"] > 0 and honest["own_gpu_share"] > 0.5, honest

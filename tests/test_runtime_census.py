@@ -134,10 +134,12 @@ def test_a_profiler_that_fails_to_start_is_recorded_not_blamed(monkeypatch):
     monkeypatch.setattr(torch.profiler.profile, "start", refuse)
     census = _census()
     census.plan("small", 5)
-    with census.watch("small", 1):
-        pass
+    for trial in range(5):
+        with census.watch("small", trial):
+            pass
     assert census.record["instrument"] == "not available" and "CUPTI" in census.record["why"]
-    assert census.violation() is None and census.record["call"] == {"shape": "small", "trial": 1}
+    assert census.violation() is None and census.record["call"]["shape"] == "small"
+    assert 1 <= census.record["call"]["trial"] <= 4
 
 
 def test_allow_torch_records_without_judging():

@@ -97,6 +97,7 @@ def main(argv: list[str]) -> int:
         return 3
     os.chdir(job_dir / OUT_DIR)
     if job.get("mode") == "warmup":
+        (job_dir / OUT_DIR / STAGE_FILE).write_text("warmup")  # the executor's time limit counts from here
         code = warm_up(job, job_dir)
     else:
         result = evaluate(job, job_dir)

@@ -1,9 +1,10 @@
 """Kernel census: which kernels ran in one checked call, and whether any of them is the candidate's own.
 
 Owns the runtime answer to "did the candidate's own kernels actually run?" (reason code
-``no_own_kernel_ran``). One call per evaluation is watched (the first checked shape, trial 1,
-so that compiling and autotuning on the first call are not inside; trial 0 when only one trial
-runs), with the first instrument available:
+``no_own_kernel_ran``). One call per evaluation is watched (the first checked shape, a trial
+drawn at random after the first, so that compiling and autotuning on the first call are not
+inside and the candidate cannot know which call it is; trial 0 when only one trial runs), with
+the first instrument available:
 - ``cuda_profiler`` (CUDA): ``torch.profiler`` with CUDA activity lists the kernels the call
   ran on the GPU, each with its GPU time;
 - ``triton_interpreter`` (CPU with ``TRITON_INTERPRET=1``): the launch path of Triton's
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import os
+import random
 import re
 from collections import Counter
 from contextlib import contextmanager
@@ -87,8 +89,9 @@ class KernelCensus:
                 self.record.update(instrument="triton_interpreter", sees="Triton launches only (not PyTorch's CPU ops)")
 
     def plan(self, first_shape: str, trials: int) -> None:
-        """Watch trial 1 of the first checked shape (its second call: compile and autotune come before)."""
-        self.target = (first_shape, min(1, trials - 1))
+        """Watch one trial of the first checked shape, drawn from the system's entropy after the first
+        (compile and autotune come before), so a candidate cannot know which of its calls is profiled."""
+        self.target = (first_shape, random.SystemRandom().randint(1, trials - 1) if trials > 1 else 0)
 
     @contextmanager
     def watch(self, shape: str, trial: int):

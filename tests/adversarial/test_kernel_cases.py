@@ -81,9 +81,12 @@ def test_case_verdict_and_census(kernel_run, case):
     assert (verdict["status"], verdict["reason"]) == expected_verdict(case), verdict
     census = record["integrity"]["kernel_census"]
     assert census["instrument"] == "triton_interpreter" and census["judged"] is True, census
-    assert census["call"] == {"shape": "default", "trial": 1}
+    assert census["call"]["shape"] == "default" and census["call"]["trial"] >= 1
     if verdict["status"] == "correct":
         assert census["own"] == {"_linear_relu_kernel": 1} and census["own_kernel_ran"] is True
     else:
         assert census["own"] == {} and census["own_kernel_ran"] is False
-        assert "_linear_relu_kernel" in verdict["message"] and "shape default, trial 1" in verdict["message"]
+        assert (
+            "_linear_relu_kernel" in verdict["message"]
+            and f"shape default, trial {census['call']['trial']}" in verdict["message"]
+        )
