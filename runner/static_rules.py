@@ -10,7 +10,31 @@ from __future__ import annotations
 BUILTINS = frozenset(
     """
     exec eval compile __import__ open getattr setattr delattr vars object type
+    sum max min abs pow divmod round
     """.split()
+)
+# Builtins that compute on tensors handed to them (``sum([a, b])`` adds them with torch).
+ARITH_BUILTINS = frozenset(
+    {
+        "builtins.sum",
+        "builtins.max",
+        "builtins.min",
+        "builtins.abs",
+        "builtins.pow",
+        "builtins.divmod",
+        "builtins.round",
+    }
+)
+# The operator module's functions: ``operator.matmul(x, w)`` is ``x @ w``.
+OPERATOR_COMPUTE = frozenset(
+    """
+    add sub mul matmul truediv floordiv mod pow neg pos abs lt le gt ge eq ne and_ or_ xor invert
+    lshift rshift iadd isub imul imatmul itruediv ifloordiv imod ipow iand ior ixor ilshift irshift
+    """.split()
+)
+# Arithmetic dunders: ``type(x).__matmul__(x, w)`` is ``x @ w`` whatever the receiver looks like.
+ARITH_DUNDERS = frozenset(f"__{name.rstrip('_')}__" for name in OPERATOR_COMPUTE) | frozenset(
+    {"__radd__", "__rsub__", "__rmul__", "__rmatmul__", "__rtruediv__", "__rpow__", "__getitem__", "__setitem__"}
 )
 
 KERNEL_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics", "numba.cuda.jit"})

@@ -332,7 +332,20 @@ class Reach:
                 self.m.add("static_torch_compute", parent if called else node)
         elif qual.startswith("numpy.") and called:
             self.m.add("static_host_compute", parent)
+        elif qual in R.ARITH_BUILTINS and called and self._tensor_argument(parent, scope):
+            self.m.add("static_torch_compute", parent)
+        elif qual.startswith("operator.") and qual.split(".", 1)[1] in R.OPERATOR_COMPUTE:
+            if not called or self._tensor_argument(parent, scope):
+                self.m.add("static_torch_compute", parent if called else node)
         return []
+
+    def _tensor_argument(self, call: ast.Call, scope: Scope) -> bool:
+        """A tensor among the call's arguments, directly or in a list or tuple literal."""
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            items = arg.elts if isinstance(arg, (ast.List, ast.Tuple, ast.Set)) else [arg]
+            if any(self.is_tensor(item, scope) for item in items):
+                return True
+        return False
 
     def _torch_computes(self, qual: str, called: bool) -> bool:
         if matches(qual, R.TORCH_CALLABLE_MAKERS):
@@ -375,7 +388,9 @@ class Reach:
             return
         name, receiver = call.func.attr, call.func.value
         tensor = self.is_tensor(receiver, scope)
-        if name in R.TENSOR_HOST_METHODS and (tensor or name != "cpu"):
+        if name in R.ARITH_DUNDERS and (tensor or self._tensor_argument(call, scope)):
+            self.m.add("static_torch_compute", call)
+        elif name in R.TENSOR_HOST_METHODS and (tensor or name != "cpu"):
             self.m.add("static_host_compute", call)
         elif name == "to":
             if tensor and self._casts(call, scope):
