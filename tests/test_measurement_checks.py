@@ -86,3 +86,26 @@ def test_unjoined_stream_work_is_the_candidates_excess_sync_gap():
     assert unjoined_work(triton, 0.715) is None
     compiled = {"reference": 0.310, "candidate": 0.655}  # H100, a torch.compile graph: 48% of its audit
     assert unjoined_work(compiled, 0.378) is None
+
+
+def test_embedding_floor_counts_only_what_a_fused_kernel_must_move():
+    """Regression (H100, torch_compile over the full suite): the minimal-bytes formula of the NLLB
+    embedding task counted three rows per token, padding included, so a fused kernel at 0.156 ms
+    was under 90% of a 0.24 ms "floor" and flagged ``faster_than_physics``. A floor must not exceed
+    what an ideal kernel moves on the inputs the task generates: the ids, the output, and one
+    embedding row per real token (padding shares a row; the position table stays in L2)."""
+    import torch
+
+    from runner.paths import TASKS_DIR
+    from runner.tasks.formulas import evaluate
+    from runner.tasks.loader import load_native_tasks
+    from runner.worker.loading import import_file
+
+    (task,) = [t for t in load_native_tasks(TASKS_DIR) if t.task_id == "embedding_scale_sinusoidal_pos_nllb_fp16"]
+    dims = task.shapes["perf"]
+    module = import_file(task.path, "kbench_nllb_floor")
+    torch.manual_seed(0)
+    (ids,) = module.get_inputs(dims["batch"], dims["seq"], dims["vocab"])
+    real_tokens = int((ids != module.PAD).sum())
+    ideal = 8 * ids.numel() + 2 * ids.numel() * dims["d_model"] + 2 * real_tokens * dims["d_model"]
+    assert PHYSICS_MARGIN * evaluate(task.bytes, dims) <= ideal

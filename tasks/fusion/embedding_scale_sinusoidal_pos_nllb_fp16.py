@@ -18,7 +18,12 @@ KBENCH = {
         "perf": {"batch": 128, "seq": 512, "vocab": 256206, "d_model": 2048},
     },
     "flops": "2 * batch * seq * d_model",
-    "bytes": "8 * batch * seq + 2 * 3 * batch * seq * d_model",
+    # Minimal bytes: the ids, the output, and the embedding rows of the real tokens. Lengths are
+    # uniform, so about half the tokens are padding; they all share one embedding row and the zero
+    # position row, and the position table (4 MB) stays in L2. Counting 3 rows per token (the
+    # eager traffic) put the floor at twice what a fused kernel moves: torch_compile ran at 0.156
+    # ms against a 0.24 ms "floor" on the H100 and was flagged faster_than_physics.
+    "bytes": "8 * batch * seq + 2 * batch * seq * d_model + 2 * batch * (seq + 1) / 2 * d_model",
     "source": "Hugging Face M2M100Encoder: embed_tokens(ids) * sqrt(d_model) + M2M100SinusoidalPositionalEmbedding(ids)",
 }
 
