@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -72,14 +74,66 @@ class Executor(Protocol):
         """Release anything held between evaluations."""
 
 
-def take_spare(spares: list, gpu: str | None, ready):
-    """Pop pre-started spares until one for ``gpu`` is ``ready``; every other one is discarded."""
-    while spares:
-        spare = spares.pop(0)
-        if spare.gpu == gpu and ready(spare):
-            return spare
-        spare.discard()
-    return None
+class SparePool:
+    """Pre-started sandboxes per device, and the ones running a job: the bookkeeping both executors share.
+
+    A spare is pinned to its GPU, so each device has its own list; several evaluations in flight
+    (on one lane or several) take from and refill them from their own threads.
+    """
+
+    def __init__(self) -> None:
+        self._spares: dict[str | None, list] = {}
+        self._running: set = set()
+        self._lock = threading.Lock()
+
+    def take(self, gpu: str | None, ready):
+        """A spare for ``gpu`` that is ``ready``, or None; spares found not ready are discarded."""
+        stale = []
+        with self._lock:
+            spares = self._spares.setdefault(gpu, [])
+            while spares:
+                spare = spares.pop(0)
+                if ready(spare):
+                    break
+                stale.append(spare)
+            else:
+                spare = None
+        for dead in stale:
+            dead.discard()
+        return spare
+
+    def refill(self, gpu: str | None, count: int, start) -> None:
+        """Start spares for ``gpu`` (``start(gpu)``) until ``count`` wait; started outside the lock, as
+        a container takes a while to start."""
+        with self._lock:
+            missing = count - len(self._spares.setdefault(gpu, []))
+        for _ in range(missing):
+            spare = start(gpu)
+            with self._lock:
+                self._spares[gpu].append(spare)
+
+    @contextmanager
+    def running(self, sandbox):
+        """``sandbox`` counts as one of this executor's own (``members``) while it runs its job."""
+        with self._lock:
+            self._running.add(sandbox)
+        try:
+            yield sandbox
+        finally:
+            with self._lock:
+                self._running.discard(sandbox)
+
+    def members(self) -> list:
+        """Every spare and every running sandbox (their processes may hold a GPU context)."""
+        with self._lock:
+            return [s for spares in self._spares.values() for s in spares] + list(self._running)
+
+    def drain(self) -> list:
+        """Remove every spare and hand them over, to be discarded."""
+        with self._lock:
+            spares = [s for spares in self._spares.values() for s in spares]
+            self._spares.clear()
+        return spares
 
 
 def wait_for_worker(wait_until, marker: Path, started: float, settings: ExecutorSettings):

@@ -22,13 +22,12 @@ import os
 import shutil
 import socket
 import tempfile
-import threading
 import uuid
 from pathlib import Path
 
 from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
-from runner.executors.base import ExecutionOutcome, ExecutorSettings, take_spare
+from runner.executors.base import ExecutionOutcome, ExecutorSettings, SparePool
 from runner.executors.container import COMMAND, Container, container_user
 from runner.executors.docker_engine import LABEL_HOST, LABEL_OWNER, LABEL_PID, choose_image, connect, remove_orphans
 from runner.gpu.lock import work_token
@@ -46,9 +45,7 @@ class DockerExecutor:
         self.client = connect()
         self.image = choose_image(self.client, settings)
         self.owner = uuid.uuid4().hex[:16]
-        self._spares: dict[str | None, list[Container]] = {}  # per device: a spare is pinned to its GPU
-        self._running: set[Container] = set()
-        self._lock = threading.Lock()
+        self._pool = SparePool()
         self._own_slots: Path | None = None
         version = self.client.version()
         info = self.client.info()
@@ -96,40 +93,25 @@ class DockerExecutor:
 
     def own_pids(self) -> set[int]:
         pids: set[int] = set()
-        with self._lock:
-            containers = [c for spares in self._spares.values() for c in spares] + list(self._running)
-        for container in containers:
+        for container in self._pool.members():
             pids |= container.host_pids()
         return pids
 
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
         job_dir = job_dir.resolve()
-        with self._lock:
-            container = take_spare(self._spares.setdefault(gpu, []), gpu, lambda spare: spare.waiting())
-        if container is None:
-            container = Container(self, gpu)
-        with self._lock:
-            self._running.add(container)
+        container = self._pool.take(gpu, lambda spare: spare.waiting()) or Container(self, gpu)
         try:
-            container.hand_over(job_dir)
-            # The next evaluations' containers start now: their start-up overlaps this one's run.
-            with self._lock:
-                missing = self.settings.prestart - len(self._spares.setdefault(gpu, []))
-            for _ in range(missing):
-                spare = Container(self, gpu)
-                with self._lock:
-                    self._spares[gpu].append(spare)
-            return container.finish(job_dir)
+            with self._pool.running(container):
+                container.hand_over(job_dir)
+                # The next evaluations' containers start now: their start-up overlaps this one's run.
+                self._pool.refill(gpu, self.settings.prestart, lambda device: Container(self, device))
+                return container.finish(job_dir)
         finally:
-            with self._lock:
-                self._running.discard(container)
             container.discard()
 
     def close(self) -> None:
-        with self._lock:
-            for spare in (c for spares in self._spares.values() for c in spares):
-                spare.discard()
-            self._spares.clear()
+        for spare in self._pool.drain():
+            spare.discard()
         for leftover in self.client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={self.owner}"}):
             leftover.remove(force=True)
         if self._own_slots is not None:

@@ -27,7 +27,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from runner.executors.base import STARTUP_LIMIT_S, ExecutionOutcome, ExecutorSettings, take_spare, wait_for_worker
+from runner.executors.base import STARTUP_LIMIT_S, ExecutionOutcome, ExecutorSettings, SparePool, wait_for_worker
 from runner.gpu.lock import work_token
 from runner.paths import REPO_ROOT
 from runner.worker.device_token import TOKEN_ENV
@@ -52,9 +52,7 @@ class LocalExecutor:
 
     def __init__(self, settings: ExecutorSettings) -> None:
         self.settings = settings
-        self._spares: dict[str | None, list[_Sandbox]] = {}  # per device: a spare is pinned to its GPU
-        self._running: set[_Sandbox] = set()
-        self._lock = threading.Lock()  # several evaluations may be in flight (executor.in_flight)
+        self._pool = SparePool()  # several evaluations may be in flight (executor.in_flight)
         # Every worker is started from this one long-lived thread: the parent-death signal
         # (``_die_with_parent``) fires when the *thread* that started a process ends, and the
         # dispatch threads that ask for workers end before the workers they pre-started do.
@@ -71,15 +69,10 @@ class LocalExecutor:
         }
 
     def own_pids(self) -> set[int]:
-        with self._lock:
-            sandboxes = [s for spares in self._spares.values() for s in spares] + list(self._running)
-        return {sandbox.process.pid for sandbox in sandboxes}
+        return {sandbox.process.pid for sandbox in self._pool.members()}
 
     def close(self) -> None:
-        with self._lock:
-            spares = [s for spares in self._spares.values() for s in spares]
-            self._spares.clear()
-        for spare in spares:
+        for spare in self._pool.drain():
             spare.discard()
 
     def child_env(self, home: Path, gpu: str | None) -> dict[str, str]:
@@ -117,20 +110,11 @@ class LocalExecutor:
 
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
         job_dir = job_dir.resolve()
-        with self._lock:
-            sandbox = take_spare(self._spares.setdefault(gpu, []), gpu, lambda spare: spare.alive())
-            if sandbox is None:
-                sandbox = self._new_sandbox(gpu)
-            self._running.add(sandbox)
+        sandbox = self._pool.take(gpu, lambda spare: spare.alive()) or self._new_sandbox(gpu)
+        with self._pool.running(sandbox):
             # Start the next evaluations' processes now: their imports overlap this one's run.
-            spares = self._spares[gpu]
-            while len(spares) < self.settings.prestart:
-                spares.append(self._new_sandbox(gpu))
-        try:
+            self._pool.refill(gpu, self.settings.prestart, self._new_sandbox)
             return sandbox.run(job_dir)
-        finally:
-            with self._lock:
-                self._running.discard(sandbox)
 
 
 class _Sandbox:
