@@ -30,7 +30,7 @@ evaluation as ``integrity_violation`` with ``violation.reason`` and ``violation.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from runner.static_model import FileModel, Finding
@@ -77,6 +77,8 @@ class StaticReport:
     findings: tuple[Finding, ...]
     kernel_launches: int
     violation: Finding | None
+    # The parsed file, for the worker's kernel census (what kernels the file defines): parsed once.
+    model: FileModel | None = field(default=None, compare=False, repr=False)
 
 
 def screen_candidate(source: str, policy: str) -> StaticReport:
@@ -98,4 +100,4 @@ def screen_candidate(source: str, policy: str) -> StaticReport:
     forbidden = [f for f in findings if f.reason in FORBIDDEN[chosen]]
     # The first forbidden finding in the file; a missing launch last, as what is reached instead explains it.
     violation = min(forbidden, key=lambda f: (f.reason == "static_no_kernel", f.line), default=None)
-    return StaticReport(chosen.value, findings, len(model.launches), violation)
+    return StaticReport(chosen.value, findings, len(model.launches), violation, model)

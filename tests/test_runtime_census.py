@@ -286,3 +286,12 @@ def test_a_thread_a_helper_library_starts_under_torch_is_torchs():
     ]
     assert _starter(from_candidate, candidate)[0] == candidate
     assert _starter([tqdm], candidate) == tqdm
+
+
+def test_the_static_screens_model_gives_the_same_defined_kernels():
+    """The worker hands the census the screen's model of the file instead of parsing it again."""
+    from runner.static_check import screen_candidate
+
+    report = screen_candidate(SOURCE, "own_kernels")
+    assert report.model is not None
+    assert defined_kernels(SOURCE, report.model) == defined_kernels(SOURCE)

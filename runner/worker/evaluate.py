@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from runner.analysis.roofline import roofline_for
-from runner.static_check import screen_candidate
+from runner.static_check import StaticReport, screen_candidate
 from runner.worker.compare import compare_outputs
 from runner.worker.device_token import TOKEN_ENV, device_token
 from runner.worker.environment import worker_environment
@@ -150,13 +150,13 @@ def evaluate(job: dict, job_dir: Path) -> Result:
         if device.type == "cuda":
             torch.cuda.set_device(device)
         result.environment = worker_environment(device)
-        _screen(job, job_dir, result)
+        screened = _screen(job, job_dir, result)
         # Everything from here on may run work on the device: it waits for the device's token, so
         # evaluations in flight together never share the GPU. The stage marker (from which the
         # executors count the time limit) appears once the token is held.
         token = result.environment.setdefault("device_token", {})
         with device_token(os.environ.get(TOKEN_ENV), token), torch.no_grad():
-            _run(job, job_dir, device, result, clock)
+            _run(job, job_dir, device, result, clock, screened)
     except _Stop as stop:
         result.verdict = stop.verdict
     result.finished_at = time.time()
@@ -164,7 +164,7 @@ def evaluate(job: dict, job_dir: Path) -> Result:
     return result
 
 
-def _screen(job: dict, job_dir: Path, result: Result) -> None:
+def _screen(job: dict, job_dir: Path, result: Result) -> StaticReport:
     """The static screen (``runner/static_check.py``) under the method's policy: source only, no device work."""
     started = time.perf_counter()
     policy = job.get("integrity_policy", "own_kernels")
@@ -179,9 +179,12 @@ def _screen(job: dict, job_dir: Path, result: Result) -> None:
         raise _Stop(
             Verdict("integrity_violation", report.violation.reason, report.violation.describe(), "static_check")
         )
+    return report
 
 
-def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: _StageClock) -> None:
+def _run(
+    job: dict, job_dir: Path, device: torch.device, result: Result, clock: _StageClock, screened: StaticReport
+) -> None:
     task = job["task"]
     seed = int(job["seed"])
     trials = int(job["trials"])
@@ -205,7 +208,8 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
     clock.mark("import_candidate")
     flags_before = numerics_flags()
     with cost("census_setup"):
-        kernels, threads = _runtime_census(job, job_dir, device, result)  # before the import: it instruments Triton
+        # Before the import: it instruments Triton. The screen's model says which kernels the file defines.
+        kernels, threads = _runtime_census(job, job_dir, device, result, screened.model)
     try:
         candidate_module = import_file(job_dir / CANDIDATE_FILE, "kbench_candidate")
     except BaseException as exc:  # whatever the candidate raises at import is its failure
@@ -333,12 +337,12 @@ def _run(job: dict, job_dir: Path, device: torch.device, result: Result, clock: 
     _check_timed_output(expected, again, "a call on new values at the same addresses", index, tolerance)
 
 
-def _runtime_census(job: dict, job_dir: Path, device: torch.device, result: Result):
+def _runtime_census(job: dict, job_dir: Path, device: torch.device, result: Result, model):
     """The kernel and thread censuses of the correctness calls; their records are in the result from now on."""
     path = job_dir / CANDIDATE_FILE
     source = path.read_text(errors="replace")
     policy = job.get("integrity_policy", "own_kernels")
-    kernels = KernelCensus(source, path, device, policy, job.get("meta", {}).get("method", ""))
+    kernels = KernelCensus(source, path, device, policy, job.get("meta", {}).get("method", ""), model)
     kernels.plan(job["check_shapes"][0], int(job["trials"]))
     threads = ThreadCensus(path)
     result.integrity["kernel_census"] = kernels.record

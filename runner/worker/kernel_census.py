@@ -54,11 +54,19 @@ _MAX_NAME_CHARS = 160
 class KernelCensus:
     """Built before the candidate is imported; ``watch`` wraps each checked call, ``record`` is the result entry."""
 
-    def __init__(self, source: str, candidate_file: Path, device: torch.device, policy: str, method: str) -> None:
+    def __init__(
+        self,
+        source: str,
+        candidate_file: Path,
+        device: torch.device,
+        policy: str,
+        method: str,
+        model: FileModel | None = None,
+    ) -> None:
         self.candidate_file = str(candidate_file)
         self.judge = policy == "own_kernels"
         self.inductor_is_own = method == "torch_compile"
-        self.defined = defined_kernels(source)
+        self.defined = defined_kernels(source, model)
         self.target: tuple[str, int] | None = None
         self._window: Counter | None = None
         self._pending: tuple[str, str] | None = None
@@ -240,12 +248,14 @@ class DefinedKernels:
     non_triton: bool = False  # any kernel the Triton interpreter cannot see
 
 
-def defined_kernels(source: str) -> DefinedKernels:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return DefinedKernels()
-    model = FileModel(tree)
+def defined_kernels(source: str, model: FileModel | None = None) -> DefinedKernels:
+    """The kernels ``source`` defines; ``model``: the static screen's model of the same source, if made."""
+    if model is None:
+        try:
+            model = FileModel(ast.parse(source))
+        except SyntaxError:
+            return DefinedKernels()
+    tree = model.tree
     triton_names, numba_names = set(), set()
     for qual in model.kernels:
         node = model.defs[qual]
