@@ -14,43 +14,18 @@ from pathlib import Path
 import pytest
 
 from runner.static_check import screen_candidate
-from tests.conftest import kbench, make_kernelbench_dir, result_records
+from tests.adversarial.case_runs import expected_verdict, run_cases
+from tests.conftest import result_records
 
 pytest.importorskip("triton")
 
 CASES = sorted((Path(__file__).parent / "kernel_cases").glob("*.py"))
 
 
-def expected_verdict(path: Path) -> tuple[str, str]:
-    words = path.read_text().splitlines()[0].removeprefix("# expect:").split()
-    return words[0], words[1] if len(words) > 1 else ""
-
-
 def run_kernel_cases(tmp: Path, *overrides: str, env: dict | None = None) -> dict[str, dict]:
     """One ``kbench run`` over every case under ``own_kernels``; ``{case name: result.json}``."""
-    names = [f"{i}_{path.stem}" for i, path in enumerate(CASES, 1)]
-    suite = make_kernelbench_dir(tmp / "kb", names)
-    cands = tmp / "cands" / "level1"
-    cands.mkdir(parents=True)
-    for name, path in zip(names, CASES):
-        (cands / f"{name}.py").write_text(path.read_text())
-    proc = kbench(
-        "run",
-        "suite=kernelbench",
-        f"suite.path={suite}",
-        "method=directory",
-        f"method.directory.path={tmp / 'cands'}",
-        "method.directory.integrity_policy=own_kernels",
-        "tracking=off",
-        "run.name=kernel_cases",
-        # The verdicts come from the correctness calls; timing would only cost time.
-        "eval.timing.enabled=false",
-        *overrides,
-        cwd=tmp,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (run_dir,) = (tmp / "runs").iterdir()
+    # The verdicts come from the correctness calls; timing would only cost time.
+    run_dir = run_cases(tmp, CASES, "own_kernels", "kernel_cases", "eval.timing.enabled=false", *overrides, env=env)
     return {task_id.split("_", 1)[1]: record for task_id, record in result_records(run_dir).items()}
 
 
