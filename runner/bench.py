@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 from runner.analysis.records import job_results
+from runner.worker.device_token import EXCLUSIVE, token_windows
 
 
 def _quantiles(values: list[float]) -> dict:
@@ -45,13 +46,15 @@ def _quantiles(values: list[float]) -> dict:
 
 def duty(run_dir: Path) -> dict:
     """Measured time over wall time; and where the rest went: the device phases (the GPU's work token
-    held by an evaluation, see ``runner/worker/device_token.py``) and the compile warm-up."""
+    held by some evaluation, see ``runner/worker/device_token.py``), the measurements' exclusive turns
+    and the compile warm-up."""
     manifest = json.loads((run_dir / "manifest.json").read_text())
     results = job_results(run_dir)
     measured = sum(r.timing.measured_s for _, r in results if r.timing)
     wall = float(manifest.get("wall_s") or 0.0)
-    held = [r.environment.get("device_token", {}).get("held") for _, r in results]
-    device_phases = sum(end - start for start, end in (h for h in held if h and h[1]))
+    windows = [w for _, r in results for w in token_windows(r.environment.get("device_token", {}))]
+    device_phases = _union_seconds([(start, end) for start, end, _ in windows])
+    exclusive = sum(end - start for start, end, mode in windows if mode == EXCLUSIVE)
     warmup = float(manifest.get("warmup_s") or 0.0)
     return {
         "run": run_dir.name,
@@ -60,12 +63,25 @@ def duty(run_dir: Path) -> dict:
         "measured_s": measured,
         "duty_pct": 100 * measured / wall if wall else None,
         "evaluations_per_min": 60 * len(results) / wall if wall else None,
+        # The wall time during which some evaluation held the token (shared phases overlap: counted once).
         "device_phases_s": device_phases,
+        "exclusive_s": exclusive,
         "warmup_s": warmup,
         # The share of the wall time during which the GPU was reserved for some device work.
         "device_reserved_pct": 100 * (device_phases + warmup) / wall if wall else None,
         "measured_of_device_phases_pct": 100 * measured / device_phases if device_phases else None,
+        "measured_of_exclusive_pct": 100 * measured / exclusive if exclusive else None,
     }
+
+
+def _union_seconds(intervals: list[tuple[float, float]]) -> float:
+    """The length of the union of ``intervals`` (overlapping stretches counted once)."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
 
 
 def repeat(run_a: Path, run_b: Path) -> dict:

@@ -4,8 +4,9 @@ Plan: the suite's tasks × the configured methods give candidates (content-addre
 and one job directory per evaluation. Dispatch: the run holds the lock of each of its devices
 (``hardware.gpus``: one lane per GPU, the evaluations shared among them) for the whole sweep;
 per lane, ``executor.in_flight`` evaluations run at once, each passing the NVML health gate
-first, their device work serialised by the device's token (``runner/worker/device_token.py``)
-while process start, imports, the static screen, collection and logging overlap. Collect: read
+first; the device's token (``runner/worker/device_token.py``) lets their computing and
+checking share the GPU but gives each measurement the GPU alone, while process start,
+imports, the static screen, collection and logging overlap. Collect: read
 the worker's result, or decide the verdict from how the sandbox ended; journal it; mirror it to
 MLflow (all from the main thread). A journal makes the run resumable after Ctrl-C or SIGKILL:
 finished evaluations are not redone and nothing is logged twice.
@@ -38,7 +39,7 @@ from runner.tasks.model import Task
 from runner.tracking.child_record import child_record
 from runner.tracking.journal import Journal
 from runner.tracking.mlflow_sink import MlflowSink, SinkError
-from runner.worker.device_token import device_token
+from runner.worker.device_token import EXCLUSIVE, device_token
 from runner.worker.protocol import (
     CANDIDATE_FILE,
     JOB_FILE,
@@ -315,7 +316,7 @@ class Orchestrator:
         root = self.run_dir.path / "warmup"
         started = time.perf_counter()
         self.console.print(f"compile warm-up: {len(targets)} candidates, {workers} at a time")
-        with device_token(work_token(gpu_id)):
+        with device_token(work_token(gpu_id), EXCLUSIVE):
             with ThreadPoolExecutor(workers) as pool:
                 outcomes = list(
                     pool.map(lambda e: self.warmup_executor.run(self._prepare_job(e, root, "warmup"), gpu_id), targets)

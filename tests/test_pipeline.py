@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from runner.worker.device_token import EXCLUSIVE, SHARED, token_windows
 from tests.conftest import (
     FAST_TIMING,
     HONEST_CANDIDATE,
@@ -55,7 +56,12 @@ def _held_windows(run_dir: Path) -> list[dict]:
 
 
 def test_evaluations_in_flight_take_turns_on_the_device(tmp_path: Path):
-    """Three evaluations in flight: all correct, and their device phases (token held) never overlap."""
+    """Three evaluations in flight: all correct, and no measurement shares the device with anything.
+
+    Their device phases hold the token: shared ones may overlap each other, an exclusive one
+    (the timed samples) overlaps no other evaluation's window, and each measurement lies inside
+    its own exclusive window.
+    """
     names = [f"{i}_t{i}" for i in range(1, 6)]
     suite = make_kernelbench_dir(tmp_path / "kb", names)
     cands = write_candidates(tmp_path / "cands", {name: HONEST_CANDIDATE for name in names})
@@ -78,11 +84,14 @@ def test_evaluations_in_flight_take_turns_on_the_device(tmp_path: Path):
     rows = results_of(run_dir)
     assert len(rows) == 10 and all(row["verdict"] == "correct" for row in rows)
     windows = _held_windows(run_dir)
-    held = sorted(tuple(w["token"]["held"]) for w in windows)
-    assert all(start < end for start, end in held)
-    assert all(first[1] <= second[0] for first, second in zip(held, held[1:])), "device phases overlapped"
-    for w in windows:  # every measurement lies inside its own device phase
-        assert w["token"]["held"][0] <= w["timing"]["window"][0] <= w["timing"]["window"][1] <= w["token"]["held"][1]
+    for index, w in enumerate(windows):
+        own = token_windows(w["token"])
+        assert [mode for _, _, mode in own] == [SHARED, EXCLUSIVE, SHARED]
+        (start, end, _) = own[1]
+        assert start <= w["timing"]["window"][0] <= w["timing"]["window"][1] <= end
+        for other in windows[:index] + windows[index + 1 :]:
+            clash = [o for o in token_windows(other["token"]) if o[0] < end and start < o[1]]
+            assert not clash, f"a measurement shared the device: {own[1]} with {clash}"
     # They really were in flight together: some waited for the token while another held it.
     assert max(w["token"]["waited_s"] for w in windows) > 0.05
     assert Path(windows[0]["token"]["path"]).parent == tmp_path / "locks"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from runner.paths import MANIFESTS_DIR
+from runner.worker.device_token import WAIT_STAGE
 
 # From handing a job over to the worker starting it (its stage marker): imports under load, and
 # the wait for the device token while other evaluations in flight hold it (added per evaluation).
@@ -29,7 +30,7 @@ class ExecutorSettings:
     cache_dir: Path | None = None  # compile caches (inductor, triton) shared within a run
     compile_threads: int = 1  # TORCHINDUCTOR_COMPILE_THREADS inside the sandbox
     prestart: int = 0  # workers started ahead, per device, waiting for their job (imports and CUDA init hidden)
-    in_flight: int = 1  # evaluations running at once per device; their device work is serialised by its token
+    in_flight: int = 1  # evaluations running at once per device; their measurements take turns on its token
     # Sandbox limits the local executor cannot enforce (it has no cgroup): docker applies them.
     memory_limit_bytes: int = 16 << 30
     pids_limit: int = 1024
@@ -141,16 +142,41 @@ def wait_for_worker(wait_until, marker: Path, started: float, settings: Executor
 
     The time limit counts from the moment the worker starts the job, i.e. holds the device token
     and writes its stage marker: a slow start on a busy host, or the wait while the other
-    evaluations in flight use the device, is never a candidate's timeout. A worker that never
-    starts is given up after ``STARTUP_LIMIT_S`` plus one time limit per other evaluation in flight.
-    Returns ``(status, timed_out, never_started)``; the caller kills what is still running.
+    evaluations in flight use the device, is never a candidate's timeout. For the same reason the
+    clock stops while the marker says the worker waits for its measurement's turn
+    (``device_token.WAIT_STAGE``), up to one time limit per other evaluation in flight. A worker
+    that never starts is given up after ``STARTUP_LIMIT_S`` plus one time limit per other
+    evaluation in flight. Returns ``(status, timed_out, never_started)``; the caller kills what is
+    still running.
     """
-    startup = max(STARTUP_LIMIT_S, settings.timeout_s) + (settings.in_flight - 1) * settings.timeout_s
-    deadline = started + startup
+    others = (settings.in_flight - 1) * settings.timeout_s
+    deadline = started + max(STARTUP_LIMIT_S, settings.timeout_s) + others
     status = None
     while not marker.exists() and status is None and time.perf_counter() < deadline:
         status = wait_until(min(time.perf_counter() + 0.2, deadline))
     never_started = status is None and not marker.exists()
-    if status is None and not never_started:
-        status = wait_until(time.perf_counter() + settings.timeout_s)
-    return status, status is None and not never_started, never_started
+    if status is not None or never_started:
+        return status, False, never_started
+    running_left, waiting_left = float(settings.timeout_s), float(others)
+    while status is None and running_left > 0:
+        waiting = waiting_left > 0 and _stage(marker) == WAIT_STAGE
+        step = min(_POLL_S, waiting_left if waiting else running_left)
+        before = time.perf_counter()
+        status = wait_until(before + step)
+        spent = time.perf_counter() - before
+        if waiting:
+            waiting_left -= spent
+        else:
+            running_left -= spent
+    return status, status is None, False
+
+
+# How often a running worker's stage is read (the clock stops while it waits for the device).
+_POLL_S = 0.5
+
+
+def _stage(marker: Path) -> str:
+    try:
+        return marker.read_text().strip()
+    except OSError:
+        return ""

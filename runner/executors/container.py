@@ -24,7 +24,11 @@ from docker.errors import APIError, DockerException, NotFound
 
 from runner.executors.base import STARTUP_LIMIT_S, ExecutionOutcome, ExecutorUnavailable, wait_for_worker
 from runner.executors.docker_engine import first_line
+from runner.worker.device_token import turnstile_of
 from runner.worker.protocol import CANDIDATE_FILE, JOB_FILE, OUT_DIR, STAGE_FILE, TASK_FILE
+
+# Where a container finds its device's token (the host's file, mounted read-only); the turnstile lies beside it.
+CONTAINER_TOKEN = "/ctl/device.token"
 
 CONTAINER_UID = 10001  # the image's `kbench` user; used when the host runs as root
 COMMAND = ["sh", "-c", "exec python -m runner.worker --wait < /ctl/job"]
@@ -42,7 +46,8 @@ class Container:
         self.slot.chmod(0o755)
         (self.slot / "job" / OUT_DIR).mkdir(parents=True)
         (self.slot / "ctl").mkdir()
-        (self.slot / "ctl" / "device.token").touch(0o444)  # the device token is mounted over it
+        for path in (Path(CONTAINER_TOKEN), turnstile_of(CONTAINER_TOKEN)):  # the host's are mounted over them
+            (self.slot / "ctl" / path.name).touch(0o444)
         fifo = self.slot / "ctl" / "job"
         os.mkfifo(fifo, 0o600)
         _hand_over(self.slot / "job" / OUT_DIR, 0o700)

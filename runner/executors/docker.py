@@ -28,13 +28,11 @@ from pathlib import Path
 from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
 from runner.executors.base import ExecutionOutcome, ExecutorSettings, SparePool
-from runner.executors.container import COMMAND, Container, container_user
+from runner.executors.container import COMMAND, CONTAINER_TOKEN, Container, container_user
 from runner.executors.docker_engine import LABEL_HOST, LABEL_OWNER, LABEL_PID, choose_image, connect, remove_orphans
 from runner.gpu.lock import work_token
-from runner.worker.device_token import TOKEN_ENV
+from runner.worker.device_token import TOKEN_ENV, turnstile_of
 from runner.worker.protocol import OUT_DIR
-
-CONTAINER_TOKEN = "/ctl/device.token"
 
 
 class DockerExecutor:
@@ -130,12 +128,14 @@ class DockerExecutor:
     def container_config(self, slot: Path, gpu: str | None) -> dict:
         s = self.settings
         scratch = f"rw,exec,nosuid,nodev,size={s.scratch_mb}m,mode=1777"
+        token = work_token(gpu)
         mounts = [
             Mount("/job", str(slot / "job"), type="bind", read_only=True),
             Mount(f"/job/{OUT_DIR}", str(slot / "job" / OUT_DIR), type="bind", read_only=False),
             Mount("/ctl", str(slot / "ctl"), type="bind", read_only=True),
-            # The host's device token (a flock arbitrated by the host kernel), read-only.
-            Mount(CONTAINER_TOKEN, str(work_token(gpu)), type="bind", read_only=True),
+            # The host's device token and its turnstile (flocks arbitrated by the host kernel), read-only.
+            Mount(CONTAINER_TOKEN, str(token), type="bind", read_only=True),
+            Mount(str(turnstile_of(CONTAINER_TOKEN)), str(turnstile_of(token)), type="bind", read_only=True),
         ]
         tmpfs = {"/tmp": scratch, "/home/kbench": scratch}
         if s.shared_compile_cache and s.cache_dir is not None:

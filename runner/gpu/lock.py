@@ -3,8 +3,8 @@
 A run holds the lock of each of its devices while it evaluates on it, so two kbench processes
 on one machine never measure on the same device at once. The kernel releases a flock when its
 holder dies. A waiting process says whom it waits for (the holder writes its pid and run next
-to the lock). Inside a run, the device-work token (``work_token``) serialises the device work
-of the evaluations in flight.
+to the lock). Inside a run, the device-work token (``work_token``) orders the device work of
+the evaluations in flight (shared for computing and checking, exclusive for measuring).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from filelock import FileLock, Timeout
+
+from runner.worker.device_token import create_token_files
 
 
 def lock_dir() -> Path:
@@ -34,18 +36,14 @@ def _safe(key: str) -> str:
 
 
 def work_token(gpu: str | None) -> Path:
-    """The device-work token of ``gpu`` (``runner/worker/device_token.py``), created readable by all.
+    """The device-work token of ``gpu`` (``runner/worker/device_token.py``) and its turnstile, readable by all.
 
     The run's lock (``device_lock``) keeps other kbench processes off the device for the whole
-    run; the token serialises the device work of the run's own evaluations in flight.
+    run; the token orders the device work of the run's own evaluations in flight.
     """
     directory = lock_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{_safe(device_key(gpu))}.work"
-    if not path.exists():
-        path.touch()
-        path.chmod(0o644)
-    return path
+    return create_token_files(directory / f"{_safe(device_key(gpu))}.work")
 
 
 @contextmanager

@@ -1,14 +1,19 @@
-"""The device-work token: one flock per device that every phase touching the device holds.
+"""The device-work token: a reader-writer lock per device, exclusive for measurement.
 
 Several evaluations of a run may be in flight on one GPU (``executor.in_flight``): their
-process start, imports, static screen and result writing overlap, but anything that runs
-device work (the reference, the candidate's import and calls, timing, the checks after it)
-holds this token, so no two evaluations ever run work on the GPU at the same time and a
-measurement never shares the device. The compile warm-up holds it from the orchestrator.
+process start, imports, static screen and result writing overlap freely. Device work that
+measures nothing (the reference outputs, the candidate's import and correctness calls, the
+checks after timing) holds the token **shared**, so evaluations in flight run those phases
+side by side; the timed samples hold it **exclusive**, so a measurement never shares the GPU
+with anything of the run. A turnstile (a second flock, taken briefly before the token) keeps a
+waiting measurement from being starved by a stream of shared holders. The compile warm-up
+holds the token from the orchestrator.
 
-A flock taken on a read-only descriptor: the token file can be mounted read-only into a
-container (the host kernel arbitrates, the same as on the host). The kernel drops it when its
-holder dies. Standard library only: the worker image has no filelock.
+Both are flocks taken on read-only descriptors: the files can be mounted read-only into a
+container (the host kernel arbitrates, the same as on the host). The kernel drops them when
+their holder dies. Every window the token was held (start, end, mode) goes into the record the
+caller passes, which the result keeps (``environment.device_token``). Standard library only:
+the worker image has no filelock.
 """
 
 from __future__ import annotations
@@ -22,25 +27,91 @@ from pathlib import Path
 # The environment variable through which executors hand each sandbox its device's token.
 TOKEN_ENV = "KBENCH_DEVICE_TOKEN"
 
+SHARED = "shared"
+EXCLUSIVE = "exclusive"
+
+# The stage a worker marks while it waits for the exclusive token: executors do not count it
+# against the evaluation's time limit (the other evaluations' measurements are not its time).
+WAIT_STAGE = "waiting_for_device"
+
+
+def turnstile_of(token: str | Path) -> Path:
+    """The turnstile file that goes with the token file ``token``."""
+    return Path(f"{token}.turnstile")
+
+
+def create_token_files(token: Path) -> Path:
+    """Create ``token`` and its turnstile, readable by all (a container's user opens them read-only)."""
+    for path in (token, turnstile_of(token)):
+        if not path.exists():
+            path.touch()
+            path.chmod(0o644)
+    return token
+
+
+class DeviceToken:
+    """One process's handle on a device's token: held in one mode at a time, every window recorded.
+
+    No path (a run without a token): every call is a no-op.
+    """
+
+    def __init__(self, path: str | Path | None, record: dict | None = None) -> None:
+        self.record = record if record is not None else {}
+        self.mode: str | None = None
+        self._token = self._turnstile = None
+        if path:
+            self._token = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            self._turnstile = os.open(turnstile_of(path), os.O_RDONLY | os.O_CLOEXEC)
+            self.record.update(path=str(path), waited_s=0.0, windows=[])
+
+    def hold(self, mode: str) -> None:
+        """Hold the token in ``mode``, letting go of the mode held now first (flock cannot convert atomically)."""
+        if self._token is None or mode == self.mode:
+            return
+        if mode not in (SHARED, EXCLUSIVE):
+            raise ValueError(f"device token mode {mode!r}: expected {SHARED!r} or {EXCLUSIVE!r}")
+        self.release()
+        asked = time.time()
+        # Never taken while the token is held, so the turnstile's holder only ever waits for the token.
+        fcntl.flock(self._turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self._token, fcntl.LOCK_EX if mode == EXCLUSIVE else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+        now = time.time()
+        self.record["waited_s"] = round(self.record["waited_s"] + now - asked, 6)
+        self.record["windows"].append([now, None, mode])
+        self.mode = mode
+
+    def release(self) -> None:
+        if self.mode is None:
+            return
+        self.record["windows"][-1][1] = time.time()
+        fcntl.flock(self._token, fcntl.LOCK_UN)
+        self.mode = None
+
+    def close(self) -> None:
+        self.release()
+        for descriptor in (self._token, self._turnstile):
+            if descriptor is not None:
+                os.close(descriptor)
+        self._token = self._turnstile = None
+
+    def __enter__(self) -> DeviceToken:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 @contextmanager
-def device_token(path: str | Path | None, record: dict | None = None):
-    """Hold the token at ``path`` (none: nothing to hold); ``record`` gets the wait and the hold window."""
-    if not path:
-        yield
-        return
-    descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    asked = time.time()
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-        held_from = time.time()
-        if record is not None:
-            record.update(path=str(path), waited_s=round(held_from - asked, 6), held=[held_from, None])
-        try:
-            yield
-        finally:
-            if record is not None:
-                record["held"][1] = time.time()
-            fcntl.flock(descriptor, fcntl.LOCK_UN)
-    finally:
-        os.close(descriptor)
+def device_token(path: str | Path | None, mode: str = EXCLUSIVE, record: dict | None = None):
+    """Hold the token at ``path`` in ``mode`` for the block (none: nothing to hold)."""
+    with DeviceToken(path, record) as token:
+        token.hold(mode)
+        yield token
+
+
+def token_windows(record: dict) -> list[tuple[float, float, str]]:
+    """The closed windows of a result's ``environment.device_token`` record."""
+    return [(start, end, mode) for start, end, mode in record.get("windows", []) if end is not None]

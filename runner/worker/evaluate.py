@@ -2,7 +2,8 @@
 
 The static screen (``runner/static_check.py``, under the method's integrity policy) runs first,
 on the source alone. Every later phase may run device work and holds the device's token
-(``device_token.py``), so evaluations in flight together never share the GPU. Order matters:
+(``device_token.py``): shared while it only computes and checks (evaluations in flight do that
+side by side), exclusive for the timed samples, so a measurement never shares the GPU. Order matters:
 the reference outputs for every checked shape and trial are computed before the candidate
 file is imported, so nothing the candidate does at import time can change them. Then the
 candidate is imported (failure: ``compile_error``), built from the same seed as the reference,
@@ -29,7 +30,7 @@ import torch
 from runner.analysis.roofline import roofline_for
 from runner.static_check import StaticReport, screen_candidate
 from runner.worker.compare import compare_outputs
-from runner.worker.device_token import TOKEN_ENV, device_token
+from runner.worker.device_token import EXCLUSIVE, SHARED, TOKEN_ENV, WAIT_STAGE, DeviceToken
 from runner.worker.environment import worker_environment
 from runner.worker.integrity import (
     ThreadCensus,
@@ -151,12 +152,13 @@ def evaluate(job: dict, job_dir: Path) -> Result:
             torch.cuda.set_device(device)
         result.environment = worker_environment(device)
         screened = _screen(job, job_dir, result)
-        # Everything from here on may run work on the device: it waits for the device's token, so
-        # evaluations in flight together never share the GPU. The stage marker (from which the
+        # Everything from here on may run work on the device: it holds the device's token, shared
+        # until the timed samples, which take it exclusive. The stage marker (from which the
         # executors count the time limit) appears once the token is held.
-        token = result.environment.setdefault("device_token", {})
-        with device_token(os.environ.get(TOKEN_ENV), token), torch.no_grad():
-            _run(job, job_dir, device, result, clock, screened)
+        record = result.environment.setdefault("device_token", {})
+        with DeviceToken(os.environ.get(TOKEN_ENV), record) as token, torch.no_grad():
+            token.hold(SHARED)
+            _run(job, job_dir, device, result, clock, screened, token)
     except _Stop as stop:
         result.verdict = stop.verdict
     result.finished_at = time.time()
@@ -183,7 +185,13 @@ def _screen(job: dict, job_dir: Path, result: Result) -> StaticReport:
 
 
 def _run(
-    job: dict, job_dir: Path, device: torch.device, result: Result, clock: _StageClock, screened: StaticReport
+    job: dict,
+    job_dir: Path,
+    device: torch.device,
+    result: Result,
+    clock: _StageClock,
+    screened: StaticReport,
+    token: DeviceToken,
 ) -> None:
     task = job["task"]
     seed = int(job["seed"])
@@ -300,10 +308,17 @@ def _run(
     candidate = _Rotation(build_model(model_class, reference_module, dims, device, seed))
     input_sets = _timing_inputs(reference_module, dims, device, _trial_seed(seed, trials), settings)
     reference.input_sets = candidate.input_sets = input_sets
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)  # the set-up's device work is done before the measurement's turn
+    clock.mark(WAIT_STAGE)
+    token.hold(EXCLUSIVE)
+    clock.mark("timing")
     try:
         timing, raw = measure_pair(reference, candidate, device, settings, timed_shape, seed)
     except Exception as exc:
         raise _Stop(_failure("runtime_error", "timing_failed", exc, "timing")) from None
+    finally:
+        token.hold(SHARED)
     timing.input_sets = len(input_sets)
     result.timing = timing
     write_json_atomic(job_dir / OUT_DIR / SAMPLES_FILE, raw)

@@ -1,0 +1,174 @@
+"""The device-work token: shared holders run side by side, a measurement holds the device alone,
+a waiting measurement is not starved, and the executors' clock stops while a worker waits for it.
+
+Real flocks on real files (each ``DeviceToken`` opens its own descriptors, so holders in one
+process contend exactly as holders in separate processes do). Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from runner.executors.base import ExecutorSettings, wait_for_worker
+from runner.worker.device_token import (
+    EXCLUSIVE,
+    SHARED,
+    WAIT_STAGE,
+    DeviceToken,
+    create_token_files,
+    device_token,
+    token_windows,
+)
+
+
+@pytest.fixture()
+def token(tmp_path: Path) -> Path:
+    return create_token_files(tmp_path / "gpu-0.work")
+
+
+def _hold_in_thread(path: Path, mode: str, seconds: float, record: dict) -> threading.Thread:
+    def hold():
+        with device_token(path, mode, record):
+            time.sleep(seconds)
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    return thread
+
+
+def _overlaps(a, b) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def test_shared_holders_overlap_and_an_exclusive_one_overlaps_nobody(token: Path):
+    records = [{}, {}, {}]
+    threads = [_hold_in_thread(token, SHARED, 0.4, records[0]), _hold_in_thread(token, SHARED, 0.4, records[1])]
+    time.sleep(0.1)
+    threads.append(_hold_in_thread(token, EXCLUSIVE, 0.2, records[2]))
+    for thread in threads:
+        thread.join(timeout=10)
+        assert not thread.is_alive()
+    (first,), (second,), (alone,) = (token_windows(r) for r in records)
+    assert _overlaps(first, second), "two shared holders should run side by side"
+    assert alone[2] == EXCLUSIVE and not _overlaps(alone, first) and not _overlaps(alone, second)
+    assert records[2]["waited_s"] > 0.1  # it waited for both shared holders
+
+
+def test_a_waiting_measurement_is_not_starved_by_shared_holders(token: Path):
+    """Shared holders keep coming (each asks while another holds the token); the exclusive asker
+    gets its turn once the holders that were there before it are done."""
+    stop = threading.Event()
+    shared_windows: list = []
+
+    def churn():
+        while not stop.is_set():
+            record: dict = {}
+            with device_token(token, SHARED, record):
+                time.sleep(0.15)
+            shared_windows.extend(token_windows(record))
+
+    churners = [threading.Thread(target=churn, daemon=True) for _ in range(2)]
+    for thread in churners:
+        thread.start()
+        time.sleep(0.07)  # staggered, so the token is never free of shared holders
+    exclusive: dict = {}
+    asked = time.time()
+    waiter = _hold_in_thread(token, EXCLUSIVE, 0.05, exclusive)
+    waiter.join(timeout=5)
+    stop.set()
+    for thread in churners:
+        thread.join(timeout=5)
+    assert not waiter.is_alive(), "the exclusive holder was starved"
+    ((start, end, _),) = token_windows(exclusive)
+    assert start - asked < 1.0
+    assert not any(_overlaps((start, end), window) for window in shared_windows)
+
+
+def test_switching_modes_records_each_window(token: Path):
+    record: dict = {}
+    with DeviceToken(token, record) as held:
+        held.hold(SHARED)
+        held.hold(SHARED)  # already held: no new window
+        held.hold(EXCLUSIVE)
+        held.hold(SHARED)
+    modes = [mode for _, _, mode in token_windows(record)]
+    assert modes == [SHARED, EXCLUSIVE, SHARED]
+    assert record["path"] == str(token)
+    windows = token_windows(record)
+    assert all(a[1] <= b[0] for a, b in zip(windows, windows[1:]))
+    with pytest.raises(ValueError, match="device token mode"):
+        DeviceToken(token).hold("whenever")
+
+
+def test_no_token_path_holds_nothing():
+    record: dict = {}
+    with DeviceToken(None, record) as held:
+        held.hold(EXCLUSIVE)
+    assert record == {}
+
+
+def test_a_dead_holder_lets_go(token: Path):
+    """The kernel drops a flock when its holder dies: a killed worker never wedges the device."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from runner.worker.device_token import DeviceToken, EXCLUSIVE; "
+            f"t = DeviceToken({str(token)!r}); t.hold(EXCLUSIVE); print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        holder.kill()
+        holder.wait(timeout=10)
+        record: dict = {}
+        done = _hold_in_thread(token, EXCLUSIVE, 0.0, record)
+        done.join(timeout=5)
+        assert not done.is_alive()
+    finally:
+        holder.kill()
+
+
+def _worker_script(marker: Path, waiting_s: float, running_s: float) -> list[str]:
+    """A stand-in worker: waits for its measurement's turn for ``waiting_s``, then runs for ``running_s``."""
+    code = (
+        "import pathlib, sys, time\n"
+        f"marker = pathlib.Path({str(marker)!r})\n"
+        f"marker.write_text({WAIT_STAGE!r}); time.sleep({waiting_s})\n"
+        f"marker.write_text('timing'); time.sleep({running_s})\n"
+    )
+    return [sys.executable, "-c", code]
+
+
+def _wait(process: subprocess.Popen):
+    def wait_until(deadline: float):
+        try:
+            return process.wait(timeout=max(0.0, deadline - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            return None
+
+    return wait_until
+
+
+@pytest.mark.parametrize("in_flight, timed_out", [(2, False), (1, True)])
+def test_the_time_limit_stops_while_the_worker_waits_for_its_turn(tmp_path: Path, in_flight: int, timed_out: bool):
+    """Waiting 2.5 s for the device, then running 0.5 s, under a 1.5 s limit: with another evaluation
+    in flight the wait is not the worker's time; alone, nothing could have kept it waiting."""
+    marker = tmp_path / "stage"
+    process = subprocess.Popen(_worker_script(marker, 2.5, 0.5))
+    try:
+        settings = ExecutorSettings(timeout_s=1.5, in_flight=in_flight)
+        status, was_timed_out, never_started = wait_for_worker(_wait(process), marker, time.perf_counter(), settings)
+        assert (was_timed_out, never_started) == (timed_out, False)
+        assert (status == 0) is not timed_out
+    finally:
+        process.kill()
+        process.wait()
