@@ -88,7 +88,7 @@ class RunSettings:
     progress: bool
     warmup_workers: int = 0
     peaks: dict | None = None  # {"bandwidth_tbps": .., "tflops": {dtype: ..}}: the roofline's ceilings
-    in_flight: int = 1  # evaluations at once per device (their device work serialised by its token)
+    in_flight: int = 1  # evaluations at once per device (their measurements take turns on its token)
     on_unhealthy: str = "proceed"  # the health gate still failing after cooldown: "proceed" (recorded) or "fail"
     cooldown_limit_s: float = 120.0
 

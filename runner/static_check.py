@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from runner.static_model import FileModel, Finding
-from runner.static_scan import Reach, scan_whole_file
+from runner.static_scan import Reach
+from runner.static_whole_file import scan_whole_file
 
 
 class IntegrityPolicy(str, Enum):

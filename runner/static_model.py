@@ -1,9 +1,11 @@
-"""What a candidate file defines and what its names denote: the model the static scans work on.
+"""What a candidate file defines: the model the static scans work on.
 
-Owns: definitions (functions, methods, lambdas, classes, Triton/numba kernels), aliases
-(imports and name-to-name assignments), what each class stores in ``self.<attr>``, name
-resolution (``F.gelu`` -> ``torch.nn.functional.gelu``, ``self.helper`` -> ``@Cls.helper``),
-and ModelNew's entry points. Findings are collected here; deciding what is a violation is
+Owns: ``FileModel`` and its ``Finding``s: definitions (functions, methods, lambdas, classes,
+Triton/numba kernels), the file's tables (names holding callables: ``_OPS = {"mm": torch.mm}``,
+read by ``runner/static_tables.py``), and ModelNew's entry points. What names denote (aliases,
+what each class stores in ``self.<attr>`` and in its class body, name resolution such as
+``F.gelu`` -> ``torch.nn.functional.gelu``) is its base ``NameResolution``, in
+``runner/static_names.py``. Findings are collected here; deciding what is a violation is
 ``runner/static_check.py``'s job.
 """
 
@@ -13,6 +15,8 @@ import ast
 from dataclasses import dataclass
 
 from runner import static_rules as R
+from runner.static_names import MODULE_SCOPE, NameResolution, Scope
+from runner.static_tables import Table, bindings, literal_entries, module_statements, stored_values, writes
 
 
 @dataclass(frozen=True)
@@ -30,43 +34,7 @@ def evidence(node: ast.AST) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def matches(qual: str, prefixes) -> bool:
-    return any(qual == p or qual.startswith(p + ".") for p in prefixes)
-
-
-def folded_string(node: ast.AST) -> str | None:
-    """A string built from constants only ("mat" + "mul", f"{'mat'}mul", "".join([...]))."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = folded_string(node.left), folded_string(node.right)
-        return left + right if left is not None and right is not None else None
-    if isinstance(node, ast.JoinedStr):
-        parts = [folded_string(v.value if isinstance(v, ast.FormattedValue) else v) for v in node.values]
-        return "".join(parts) if all(p is not None for p in parts) else None
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join":
-        sep = folded_string(node.func.value)
-        items = node.args[0].elts if node.args and isinstance(node.args[0], (ast.List, ast.Tuple)) else None
-        parts = [folded_string(e) for e in items] if items is not None and sep is not None else [None]
-        return sep.join(parts) if all(p is not None for p in parts) else None
-    return None
-
-
-@dataclass
-class Scope:
-    """Names seen inside one function: its class (for ``self``), local aliases, tensor-valued names."""
-
-    cls: str | None = None
-    self_name: str | None = None
-    locals: dict[str, str] | None = None
-    tensors: frozenset[str] = frozenset()
-    permuted: frozenset[str] = frozenset()  # names bound to a transposed/permuted/strided view
-
-
-MODULE_SCOPE = Scope()
-
-
-class FileModel:
+class FileModel(NameResolution):
     """One file: definitions, aliases, what classes keep in ``self``; the findings the scans add."""
 
     def __init__(self, tree: ast.Module) -> None:
@@ -80,8 +48,11 @@ class FileModel:
         self.kernels: set[str] = set()
         self.aliases: dict[str, str] = {}
         self.attrs: dict[str, dict[str, str]] = {}
+        self.tables: dict[str, Table] = {}  # "@table:<label>" -> Table
         self.builds_extension = False
+        self._resolving: set[int] = set()  # table entries being resolved: a table that holds itself ends there
         self._register_definitions()
+        self.writes = self._table_writes()
         self._register_aliases()
         self.kernels = {q for q, node in self.defs.items() if self._is_kernel(node)}
         self._register_attrs()
@@ -118,179 +89,57 @@ class FileModel:
                 return True
         return False
 
-    def _register_aliases(self) -> None:
-        """Imports and name-to-name assignments anywhere in the file (flow-insensitive)."""
+    # -- tables -------------------------------------------------------------------------------
+
+    def _table_writes(self) -> dict[str, list[ast.expr]]:
+        """Values stored into a module-level name or a ``self.<attr>`` after it is bound, by table label."""
+        found: dict[str, list[ast.expr]] = {}
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        self.aliases[alias.asname] = alias.name
-                    else:
-                        first = alias.name.split(".")[0]
-                        self.aliases[first] = first
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        for _ in range(2):  # twice, for chains (a = torch; b = a.nn)
-            for node in ast.walk(self.tree):
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                    name = node.targets[0].id
-                    if isinstance(node.value, ast.Call) and self.call_qual(node.value) in R.EXTENSION_BUILDERS:
-                        self.aliases[name] = f"@ext:{name}"
-                        continue
-                    qual = self.resolve(node.value, MODULE_SCOPE)
-                    if qual is not None and (not qual.startswith("@") or qual in self.defs or qual[1:] in self.classes):
+            for container, values in writes(node):
+                if isinstance(container, ast.Name):
+                    found.setdefault(container.id, []).extend(values)
+        for qual, method in self.defs.items():
+            self_name = self.method_scope(qual).self_name if qual in self.owner else None
+            if self_name is None:
+                continue
+            for node in ast.walk(method):
+                for container, values in writes(node):
+                    if isinstance(container, ast.Attribute) and getattr(container.value, "id", None) == self_name:
+                        found.setdefault(f"{self.owner[qual]}.{container.attr}", []).extend(values)
+        return found
+
+    def _register_module_tables(self) -> None:
+        """Module-level names bound to something that is not a name but holds values (``_OPS = {...}``)."""
+        for statement in module_statements(self.tree):
+            for name, value in bindings(statement):
+                if name not in self.aliases:
+                    qual = self._table(name, value, MODULE_SCOPE)
+                    if qual is not None:
                         self.aliases[name] = qual
-        self.builds_extension = any(
-            isinstance(n, ast.Call) and self.call_qual(n) in R.EXTENSION_BUILDERS for n in ast.walk(self.tree)
-        )
 
-    def _register_attrs(self) -> None:
-        """What each class stores in ``self.<attr>``: a layer, a tensor, an extension, or a reference."""
-        for name, cls in self.classes.items():
-            attrs = self.attrs.setdefault(name, {})
-            for item in cls.body:
-                if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or not item.args.args:
-                    continue
-                self_name = item.args.args[0].arg
-                for node in ast.walk(item):
-                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                        if node.func.attr in ("register_buffer", "register_parameter") and node.args:
-                            key = folded_string(node.args[0])
-                            if key:
-                                attrs[key] = f"@tensor:{name}.{key}"
-                    if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
-                        continue
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    for target in targets:
-                        if (
-                            isinstance(target, ast.Attribute)
-                            and isinstance(target.value, ast.Name)
-                            and target.value.id == self_name
-                        ):
-                            kind = self._attr_kind(node.value, f"{name}.{target.attr}")
-                            if kind is not None:
-                                attrs[target.attr] = kind
-
-    def _attr_kind(self, value: ast.AST, key: str) -> str | None:
-        if isinstance(value, ast.Call):
-            qual = self.call_qual(value)
-            if qual is None:
-                return None
-            if qual in R.EXTENSION_BUILDERS:
-                return f"@ext:{key}"
-            if qual.startswith("@") and qual[1:] in self.classes:
-                return qual
-            if matches(qual, R.TORCH_CALLABLE_MAKERS):
-                return qual
-            if qual.startswith("torch.nn.") and qual.rsplit(".", 1)[1] in R.NN_CONTAINERS:
-                inner = [self.call_qual(n) for n in ast.walk(value) if isinstance(n, ast.Call) and n is not value]
-                return f"@layer:{key}" if any(self.is_layer_class(q) for q in inner) else None
-            if self.is_layer_class(qual):
-                return f"@layer:{key}"
-            if qual.startswith("torch."):
-                return f"@tensor:{key}"
+    def _table(self, label: str, value: ast.expr, scope: Scope) -> str | None:
+        """Register what ``label`` holds when bound to ``value``; its qual, or None where it holds nothing."""
+        qual = f"@table:{label}"
+        if qual in self.tables:  # bound again: any of its bindings may be the one read
+            self.tables[qual].write(stored_values(value))
+            return qual
+        table = Table(label, scope, stored_values(value), literal_entries(value))
+        if label in self.writes:
+            table.write(self.writes[label])
+        if not table.values:
             return None
-        return self.resolve(value, MODULE_SCOPE)
+        self.tables[qual] = table
+        return qual
 
-    @staticmethod
-    def is_layer_class(qual: str | None) -> bool:
-        if not qual or not qual.startswith("torch.nn."):
-            return False
-        last = qual.rsplit(".", 1)[1]
-        return last[:1].isupper() and last not in R.NN_NOT_LAYERS
-
-    def call_qual(self, call: ast.Call, scope: Scope = MODULE_SCOPE) -> str | None:
-        return self.resolve(call.func, scope)
-
-    # -- name resolution --------------------------------------------------------------------
-
-    def resolve(self, node: ast.AST, scope: Scope) -> str | None:
-        """The qualified name an expression denotes (``torch.matmul``, ``@helper``, ``@Cls.method``), or None."""
-        if isinstance(node, ast.Name):
-            if node.id in scope.tensors:
-                return None
-            if scope.locals and node.id in scope.locals:
-                return scope.locals[node.id]
-            if scope.cls and node.id == scope.self_name:
-                return f"@{scope.cls}"
-            if node.id in self.aliases:
-                return self.aliases[node.id]
-            if f"@{node.id}" in self.defs or node.id in self.classes:
-                return f"@{node.id}"
-            return f"builtins.{node.id}" if node.id in R.BUILTINS else None
-        if isinstance(node, ast.Attribute):
-            if (
-                isinstance(node.value, ast.Call)
-                and isinstance(node.value.func, ast.Name)
-                and node.value.func.id == "super"
-                and scope.cls
-            ):
-                return self._lookup_in_bases(scope.cls, node.attr)
-            return self._member(self.resolve(node.value, scope), node.attr)
-        if isinstance(node, ast.Lambda):
-            return self._lambda_qual(node)
-        if isinstance(node, ast.Call) and self.resolve(node.func, scope) == "builtins.getattr" and len(node.args) >= 2:
-            name = folded_string(node.args[1])
-            return self._member(self.resolve(node.args[0], scope), name) if name else None
-        if isinstance(node, ast.Subscript):
-            base = self.resolve(node.value, scope)
-            if base and base.startswith("@layer:"):
-                return base
-            key = folded_string(node.slice)
-            if key and isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__":
-                return self._member(self.resolve(node.value.value, scope), key)
-            if key and isinstance(node.value, ast.Call) and self.resolve(node.value.func, scope) == "builtins.vars":
-                return self._member(self.resolve(node.value.args[0], scope), key) if node.value.args else None
-        return None
-
-    def _member(self, base: str | None, attr: str) -> str | None:
-        if base is None:
+    def stored_qual(self, value: ast.expr, table: Table) -> str | None:
+        """What a value stored in ``table`` denotes (a table holding itself denotes nothing more)."""
+        if id(value) in self._resolving:
             return None
-        if base.startswith("@ext:"):
-            return base
-        if base.startswith("@layer:"):
-            return base if attr in ("forward", "__call__") else f"@tensor:{base[7:]}.{attr}"
-        if base.startswith("@") and base[1:] in self.classes:
-            return self.lookup(base[1:], attr)
-        if base.startswith("@"):
-            return None
-        return f"{base}.{attr}"
-
-    def bases(self, cls: str) -> list[str]:
-        names = [self.resolve(b, MODULE_SCOPE) for b in self.classes[cls].bases]
-        return [n[1:] for n in names if n and n.startswith("@") and n[1:] in self.classes and n[1:] != cls]
-
-    def lookup(self, cls: str, attr: str, seen: frozenset = frozenset()) -> str | None:
-        if cls in seen:
-            return None
-        if f"@{cls}.{attr}" in self.defs:
-            return f"@{cls}.{attr}"
-        if attr in self.attrs.get(cls, {}):
-            return self.attrs[cls][attr]
-        for base in self.bases(cls):
-            found = self.lookup(base, attr, seen | {cls})
-            if found is not None:
-                return found
-        return None
-
-    def _lookup_in_bases(self, cls: str, attr: str) -> str | None:
-        for base in self.bases(cls):
-            found = self.lookup(base, attr)
-            if found is not None:
-                return found
-        external = [self.resolve(b, MODULE_SCOPE) for b in self.classes[cls].bases]
-        return next((f"{q}.{attr}" for q in external if q and not q.startswith("@")), None)
-
-    def _is_module_class(self, cls: str, seen: frozenset = frozenset()) -> bool:
-        for base in self.classes[cls].bases:
-            qual = self.resolve(base, MODULE_SCOPE)
-            if qual in R.NN_MODULE_NAMES:
-                return True
-            if qual and qual.startswith("@") and qual[1:] in self.classes and qual[1:] not in seen:
-                if self._is_module_class(qual[1:], seen | {cls}):
-                    return True
-        return False
+        self._resolving.add(id(value))
+        try:
+            return self._value_kind(value, table.label, table.scope)
+        finally:
+            self._resolving.discard(id(value))
 
     # -- entry points ------------------------------------------------------------------------
 

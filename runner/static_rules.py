@@ -135,6 +135,12 @@ NAME_RULES: tuple[tuple[str, str], ...] = (
     ("os.spawn*", "static_thread_or_process"),
     ("os.posix_spawn*", "static_thread_or_process"),
     ("os.exec*", "static_thread_or_process"),
+    ("pty.spawn", "static_thread_or_process"),
+    ("pty.fork", "static_thread_or_process"),
+    # Standard-library classes that run their work on a thread of their own once started.
+    ("logging.handlers.QueueListener", "static_thread_or_process"),
+    ("socketserver.Threading*", "static_thread_or_process"),
+    ("http.server.ThreadingHTTPServer", "static_thread_or_process"),
     ("runner", "static_harness_import"),
     ("kbench", "static_harness_import"),
     ("kbench_task", "static_harness_import"),

@@ -1,15 +1,14 @@
-"""The two static scans over a ``FileModel``: the whole file, and what ModelNew's forward reaches.
-
-``scan_whole_file`` finds what is hostile wherever it appears (imports of the harness, threads,
-patching torch or the timer, frame and gc introspection, dynamic code, files and environment,
-side streams): code at import time runs as surely as forward does.
+"""What ModelNew's forward reaches, scanned over a ``FileModel`` for where compute happens.
 
 ``Reach`` walks the call graph from ModelNew's entry points (module functions, methods, helpers
-and layers held in ``self.<attr>``, lambdas, aliases, ``getattr`` with a constant name) and
-records where compute happens: kernel launches of the file's own, PyTorch ops and layers, host
-reads, ``try``/``except`` fallbacks. Whether a value is a tensor is inferred flow-insensitively
-(forward's arguments, allocations, views, parameters, and what call sites pass on), so that
-``n + 1`` on a size is not PyTorch compute while ``x + y`` on tensors is.
+and layers held in ``self.<attr>``, lambdas, aliases, ``getattr`` with a constant name, tables
+of callables such as ``_OPS = {"mm": torch.mm}``: a read with a constant key gives its entry,
+any other read all the table holds) and records where compute happens: kernel launches of the
+file's own, PyTorch ops and layers, host reads, ``try``/``except`` fallbacks. Whether a value
+is a tensor is inferred flow-insensitively by its base, ``TensorInference``
+(``runner/static_tensors.py``), so that ``n + 1`` on a size is not PyTorch compute while
+``x + y`` on tensors is. The other scan, of the whole file for what is hostile wherever it
+appears, is ``scan_whole_file`` in ``runner/static_whole_file.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +16,11 @@ from __future__ import annotations
 import ast
 
 from runner import static_rules as R
-from runner.static_model import MODULE_SCOPE, FileModel, Scope, evidence, folded_string, matches
+from runner.static_model import FileModel, evidence
+from runner.static_names import MODULE_SCOPE, Scope, matches
+from runner.static_tables import held, lookup, lookup_site, read
+from runner.static_tensors import TensorInference, _permuted
+from runner.static_whole_file import _is_chain_inner
 
 _ARITH = (
     ast.Add,
@@ -36,125 +39,12 @@ _ARITH = (
 _IDENTITY_COMPARE = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 
 
-def _name_reason(qual: str) -> str | None:
-    for prefix, reason in R.NAME_RULES:
-        if prefix.endswith("*") and qual.startswith(prefix[:-1]):
-            return reason
-        if matches(qual, (prefix,)):
-            return reason
-    return None
-
-
-def _is_chain_inner(model: FileModel, node: ast.AST) -> bool:
-    parent = model.parents.get(node)
-    return isinstance(parent, ast.Attribute) and parent.value is node
-
-
-def scan_whole_file(model: FileModel) -> None:
-    for node in ast.walk(model.tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                _check_name(model, alias.name, node)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            for alias in node.names:
-                _check_name(model, f"{node.module}.{alias.name}", node)
-        elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
-            if not _is_chain_inner(model, node):
-                qual = model.resolve(node, MODULE_SCOPE)
-                if qual is not None:
-                    _check_name(model, qual, node)
-        if isinstance(node, ast.Attribute) and node.attr in R.INTROSPECTION_ATTRS:
-            model.add("static_introspection", node)
-        if isinstance(node, ast.Attribute) and node.attr in R.STREAM_METHODS:
-            model.add("static_stream", node)
-        if isinstance(node, ast.Name) and node.id == "__builtins__":
-            model.add("static_introspection", node)
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for target in targets:
-                _check_patch_target(model, target, node)
-        if isinstance(node, ast.Call):
-            _check_patch_call(model, node)
-
-
-def _check_name(model: FileModel, qual: str, node: ast.AST) -> None:
-    reason = _name_reason(qual)
-    if reason is not None:
-        parent = model.parents.get(node)
-        model.add(reason, parent if isinstance(parent, ast.Call) and parent.func is node else node)
-
-
-def _patched_root(model: FileModel, node: ast.AST) -> bool:
-    """Whether ``node`` denotes a module (or a member of one) that must not be rebound."""
-    if isinstance(node, ast.Name) and node.id == "__builtins__":
-        return True
-    qual = model.resolve(node, MODULE_SCOPE)
-    return qual is not None and qual.split(".")[0] in R.PATCH_ROOTS
-
-
-def _namespace_of(model: FileModel, node: ast.AST) -> ast.AST | None:
-    """``X`` of ``X.__dict__`` or ``vars(X)``: the object whose namespace is being written."""
-    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
-        return node.value
-    if isinstance(node, ast.Call) and model.resolve(node.func, MODULE_SCOPE) == "builtins.vars" and node.args:
-        return node.args[0]
-    if isinstance(node, ast.Name) and node.id == "__builtins__":
-        return node
-    return None
-
-
-def _check_patch_target(model: FileModel, target: ast.AST, statement: ast.AST) -> None:
-    for part in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
-        if isinstance(part, ast.Attribute) and _patched_root(model, part.value):
-            model.add("static_monkey_patch", statement)
-        if isinstance(part, ast.Subscript):
-            namespace = _namespace_of(model, part.value)
-            if (namespace is not None and _patched_root(model, namespace)) or model.resolve(
-                part.value, MODULE_SCOPE
-            ) == "sys.modules":
-                model.add("static_monkey_patch", statement)
-
-
-def _check_patch_call(model: FileModel, call: ast.Call) -> None:
-    qual = model.resolve(call.func, MODULE_SCOPE) or ""
-    setter = qual in ("builtins.setattr", "builtins.delattr") or qual.endswith((".__setattr__", ".__delattr__"))
-    if setter and call.args and _patched_root(model, call.args[0]):
-        model.add("static_monkey_patch", call)
-    if isinstance(call.func, ast.Attribute) and call.func.attr in ("update", "__setitem__", "setdefault", "pop"):
-        namespace = _namespace_of(model, call.func.value)
-        if namespace is not None and _patched_root(model, namespace):
-            model.add("static_monkey_patch", call)
-    if qual == "builtins.getattr" and len(call.args) >= 2 and folded_string(call.args[1]) is None:
-        base = model.resolve(call.args[0], MODULE_SCOPE)
-        if base is not None and not base.startswith("@"):
-            model.add("static_dynamic_code", call)
-
-
-def _permuted(node: ast.AST, names: frozenset[str]) -> bool:
-    """Whether an expression chain reorders elements (``x.t()``, ``x.permute(...)``, ``x[:, ::2]``, ``x.mT``)."""
-    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.Name)):
-        if isinstance(node, ast.Name):
-            return node.id in names
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in R.PERMUTING_VIEWS:
-            return True
-        if isinstance(node, ast.Attribute) and node.attr in ("T", "mT", "H", "mH"):
-            return True
-        if isinstance(node, ast.Subscript) and any(
-            isinstance(s, ast.Slice) and s.step is not None for s in ast.walk(node.slice)
-        ):
-            return True
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return False
-
-
-class Reach:
+class Reach(TensorInference):
     """Breadth of ModelNew's forward: every function it can reach, scanned for where compute happens."""
 
     def __init__(self, model: FileModel) -> None:
-        self.m = model
+        super().__init__(model)
         self.seen: dict[tuple[str, str | None], frozenset[str]] = {}
-        self.kernel_nodes = {id(model.defs[q]) for q in model.kernels}
-        self.returns: dict[tuple[str, frozenset[str]], bool] = {}
 
     def walk(self, roots: list[tuple[str, str | None, frozenset[str]]]) -> None:
         queue = list(roots)
@@ -167,117 +57,6 @@ class Reach:
             queue += self._scan(qual, cls, self.seen[(qual, cls)])
 
     # -- one function -----------------------------------------------------------------------
-
-    def _body(self, definition: ast.AST) -> list[ast.AST]:
-        """Every node of a function, nested functions and lambdas included, nested kernels excluded."""
-        stack = list(definition.body) if isinstance(definition.body, list) else [definition.body]
-        nodes = []
-        while stack:
-            node = stack.pop()
-            nodes.append(node)
-            if id(node) not in self.kernel_nodes:
-                stack.extend(ast.iter_child_nodes(node))
-        return nodes
-
-    def _scope(self, qual: str, cls: str | None, tensor_params: frozenset[str], nodes: list[ast.AST]) -> Scope:
-        base = self.m.method_scope(qual, cls) if qual in self.m.owner else Scope()
-        scope = Scope(cls=base.cls, self_name=base.self_name, locals={}, tensors=frozenset())
-        for node in nodes:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found = next((q for q, d in self.m.defs.items() if d is node), None)
-                if found is not None:
-                    scope.locals[node.name] = found
-        for _ in range(2):
-            for node in nodes:
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                    value = self.m.resolve(node.value, scope)
-                    if value is not None:
-                        scope.locals[node.targets[0].id] = value
-                elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-                    value = self.m.resolve(node.iter, scope)
-                    if value is not None and value.startswith("@layer:"):
-                        scope.locals[node.target.id] = value
-        tensors = set(tensor_params)
-        for _ in range(4):
-            scope.tensors = frozenset(tensors)
-            for node in nodes:
-                tensors |= self._assigned_tensors(node, scope)
-        scope.tensors = frozenset(tensors)
-        for _ in range(2):
-            scope.permuted |= {
-                t.id
-                for node in nodes
-                if isinstance(node, ast.Assign) and _permuted(node.value, scope.permuted)
-                for t in node.targets
-                if isinstance(t, ast.Name)
-            }
-        return scope
-
-    def _assigned_tensors(self, node: ast.AST, scope: Scope) -> set[str]:
-        pairs: list[tuple[ast.AST, ast.AST]] = []
-        if isinstance(node, ast.Assign):
-            pairs = [(t, node.value) for t in node.targets]
-        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-            pairs = [(node.target, node.value)]
-        elif isinstance(node, ast.For):
-            pairs = [(node.target, node.iter)]
-        names: set[str] = set()
-        for target, value in pairs:
-            if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
-                for t, v in zip(target.elts, value.elts):
-                    if isinstance(t, ast.Name) and self.is_tensor(v, scope):
-                        names.add(t.id)
-            elif self.is_tensor(value, scope):
-                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-        return names
-
-    def is_tensor(self, node: ast.AST, scope: Scope) -> bool:
-        if isinstance(node, ast.Name):
-            return node.id in scope.tensors
-        if isinstance(node, ast.Attribute):
-            qual = self.m.resolve(node, scope)
-            if qual is not None:
-                return qual.startswith("@tensor:")
-            return node.attr in R.TENSOR_ATTRS and self.is_tensor(node.value, scope)
-        if isinstance(node, (ast.Subscript, ast.Starred)):
-            return self.is_tensor(node.value, scope)
-        if isinstance(node, ast.BinOp):
-            return self.is_tensor(node.left, scope) or self.is_tensor(node.right, scope)
-        if isinstance(node, ast.UnaryOp):
-            return self.is_tensor(node.operand, scope)
-        if isinstance(node, ast.IfExp):
-            return self.is_tensor(node.body, scope) or self.is_tensor(node.orelse, scope)
-        if isinstance(node, ast.Call):
-            qual = self.m.resolve(node.func, scope)
-            if qual in self.m.defs:
-                return qual not in self.m.kernels and self._returns_tensor(
-                    qual, self._passed_tensors(node, qual, scope)
-                )
-            if qual is not None:
-                last = qual.rsplit(".", 1)[-1]
-                return (
-                    qual.startswith("torch.")
-                    and not qual.startswith(R.TORCH_HARMLESS_PREFIXES)
-                    and last not in R.TORCH_NON_TENSOR
-                    and not last[:1].isupper()
-                )
-            if isinstance(node.func, ast.Attribute) and self.is_tensor(node.func.value, scope):
-                return node.func.attr not in R.TENSOR_METADATA_METHODS | R.TENSOR_HOST_METHODS
-        return False
-
-    def _returns_tensor(self, qual: str, passed: frozenset[str]) -> bool:
-        """Whether a file function returns a tensor when called with tensors for ``passed``."""
-        key = (qual, passed)
-        if key not in self.returns:
-            self.returns[key] = False  # a recursive call decides nothing
-            nodes = self._body(self.m.defs[qual])
-            scope = self._scope(qual, self.m.owner.get(qual), passed, nodes)
-            values = [n.value for n in nodes if isinstance(n, ast.Return) and n.value is not None]
-            if isinstance(self.m.defs[qual], ast.Lambda):
-                values = [self.m.defs[qual].body]
-            flat = [e for v in values for e in (v.elts if isinstance(v, ast.Tuple) else [v])]
-            self.returns[key] = any(self.is_tensor(e, scope) for e in flat)
-        return self.returns[key]
 
     def _scan(self, qual: str, cls: str | None, tensor_params: frozenset[str]) -> list:
         definition = self.m.defs[qual]
@@ -307,45 +86,68 @@ class Reach:
                     self.m.add("static_torch_compute", node)
             if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and self._is_reference(node):
                 queue += self._reference(node, scope)
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+                queue += self._table_read(node, scope)
         return queue
 
     def _is_reference(self, node: ast.AST) -> bool:
         if isinstance(node, (ast.Name, ast.Attribute)):
             return isinstance(node.ctx, ast.Load) and not _is_chain_inner(self.m, node)
-        # getattr(obj, "name") and X.__dict__["name"] denote a member just as X.name does.
-        return self.m.resolve(node, MODULE_SCOPE) is not None and not isinstance(node, ast.Name)
+        # getattr(obj, "name") and X.__dict__["name"] denote a member just as X.name does; a table
+        # lookup (T["name"]) is read where the table is named, by _table_read.
+        return (
+            self.m.resolve(node, MODULE_SCOPE) is not None
+            and not isinstance(node, ast.Name)
+            and lookup(self.m, node, MODULE_SCOPE) is None
+        )
 
     def _reference(self, node: ast.AST, scope: Scope) -> list:
         qual = self.m.resolve(node, scope)
-        if qual is None:
+        if qual is None or qual in self.m.tables:
             return []
         parent = self.m.parents.get(node)
         called = isinstance(parent, ast.Call) and parent.func is node
+        return self._denoted(qual, node, parent if called else None, scope)
+
+    def _table_read(self, node: ast.AST, scope: Scope) -> list:
+        """A table named in reach: what the read can give is reached or flagged, the finding naming the table."""
+        if self.m.resolve(node, scope) not in self.m.tables:
+            return []
+        site = lookup_site(self.m.parents, node)
+        found = read(self.m, site, scope)
+        holder = self.m.parents.get(site)
+        call = holder if isinstance(holder, ast.Call) and holder.func is site else None
+        queue = []
+        for qual in held(self.m, found.table, found.values):
+            how = f"{found.name} {'is' if found.exact else 'holds'} {qual}"
+            queue += self._denoted(qual, site, call, scope, how)
+        return queue
+
+    def _denoted(self, qual: str, node: ast.AST, call: ast.Call | None, scope: Scope, how: str | None = None) -> list:
+        """What naming ``qual`` at ``node`` (called by ``call``, if it is) reaches in the file or computes.
+
+        ``how`` says how ``node`` came to denote ``qual`` where its text does not show it (a table entry).
+        """
+        site = call or node
+        parent = self.m.parents.get(node)
+        text = f"{evidence(site)}, where {how}" if how else None
         if qual in self.m.defs:
             return [(qual, self._self_class(qual, scope), frozenset())]
-        if qual.startswith("@") and qual[1:] in self.m.classes and not called:
+        if qual.startswith("@") and qual[1:] in self.m.classes and call is None:
             return self._class_methods(qual[1:], None)
-        if qual.startswith("@layer:") and not called and not isinstance(parent, (ast.Assign, ast.For)):
-            self.m.add("static_torch_layer", node)
+        if qual.startswith("@layer:") and call is None and not isinstance(parent, (ast.Assign, ast.For)):
+            self.m.add("static_torch_layer", site, text)
         elif qual.startswith("torch."):
-            if self._torch_computes(qual, called):
-                self.m.add("static_torch_compute", parent if called else node)
-        elif qual.startswith("numpy.") and called:
-            self.m.add("static_host_compute", parent)
-        elif qual in R.ARITH_BUILTINS and called and self._tensor_argument(parent, scope):
-            self.m.add("static_torch_compute", parent)
+            if self._torch_computes(qual, call is not None):
+                self.m.add("static_torch_compute", site, text)
+        elif qual.startswith("numpy.") and call is not None:
+            self.m.add("static_host_compute", site, text)
+        elif qual in R.ARITH_BUILTINS and call is not None and self._tensor_argument(call, scope):
+            self.m.add("static_torch_compute", site, text)
         elif qual.startswith("operator.") and qual.split(".", 1)[1] in R.OPERATOR_COMPUTE:
-            if not called or self._tensor_argument(parent, scope):
-                self.m.add("static_torch_compute", parent if called else node)
+            if call is None or self._tensor_argument(call, scope):
+                self.m.add("static_torch_compute", site, text)
         return []
-
-    def _tensor_argument(self, call: ast.Call, scope: Scope) -> bool:
-        """A tensor among the call's arguments, directly or in a list or tuple literal."""
-        for arg in [*call.args, *(k.value for k in call.keywords)]:
-            items = arg.elts if isinstance(arg, (ast.List, ast.Tuple, ast.Set)) else [arg]
-            if any(self.is_tensor(item, scope) for item in items):
-                return True
-        return False
 
     def _torch_computes(self, qual: str, called: bool) -> bool:
         if matches(qual, R.TORCH_CALLABLE_MAKERS):
@@ -365,13 +167,31 @@ class Reach:
         return True
 
     def _call(self, call: ast.Call, scope: Scope) -> list:
-        if isinstance(call.func, ast.Subscript) and self.m.resolve(call.func.value, scope) in self.m.kernels:
+        if isinstance(call.func, ast.Subscript) and self._names_kernel(call.func.value, scope):
             self.m.launches.add((call.lineno, call.col_offset))
             return []
-        qual = self.m.resolve(call.func, scope)
-        if qual is None:
+        callees = self._callees(call.func, scope)
+        if not callees:
             self._method_call(call, scope)
-            return []
+        return [item for qual in callees for item in self._called(qual, call, scope)]
+
+    def _names_kernel(self, node: ast.AST, scope: Scope) -> bool:
+        """``node`` of ``node[grid](...)`` is a kernel: by name, or as what a lookup in a table of kernels gives."""
+        qual = self.m.resolve(node, scope)
+        if qual is not None:
+            return qual in self.m.kernels
+        found = lookup(self.m, node, scope)
+        return found is not None and any(q in self.m.kernels for q in held(self.m, found.table, found.values))
+
+    def _callees(self, func: ast.AST, scope: Scope) -> list[str]:
+        """What a call of ``func`` can run: the name it denotes, or what the table it reads can give."""
+        qual = self.m.resolve(func, scope)
+        if qual is not None and qual not in self.m.tables:
+            return [qual]
+        found = read(self.m, func, scope)
+        return held(self.m, found.table, found.values) if found is not None else []
+
+    def _called(self, qual: str, call: ast.Call, scope: Scope) -> list:
         custom_op = qual.startswith("torch.ops.") and qual.split(".")[2:3] != [] and self.m.builds_extension
         if qual.startswith("@ext:") or (custom_op and qual.split(".")[2] not in R.TORCH_OP_NAMESPACES):
             self.m.launches.add((call.lineno, call.col_offset))
@@ -428,23 +248,6 @@ class Reach:
             if base not in seen:
                 found |= {base} | self._ancestors(base, seen | {cls})
         return found
-
-    def _passed_tensors(self, call: ast.Call, qual: str, scope: Scope, offset: int | None = None) -> frozenset[str]:
-        definition = self.m.defs[qual]
-        params = definition.args.posonlyargs + definition.args.args
-        if offset is None:
-            offset = 1 if qual in self.m.owner and self.m.method_scope(qual).self_name else 0
-        names = set()
-        for index, arg in enumerate(call.args):
-            if isinstance(arg, ast.Starred):
-                break
-            if self.is_tensor(arg, scope):
-                if index + offset < len(params):
-                    names.add(params[index + offset].arg)
-                elif definition.args.vararg is not None:
-                    names.add(definition.args.vararg.arg)
-        names |= {k.arg for k in call.keywords if k.arg and self.is_tensor(k.value, scope)}
-        return frozenset(names)
 
     def _class_methods(self, cls: str, call: ast.Call | None, scope: Scope | None = None) -> list:
         """A class built or called in reach: all its methods are reached (the entry ones with the call's tensors)."""

@@ -90,6 +90,28 @@ def test_a_waiting_measurement_is_not_starved_by_shared_holders(token: Path):
     assert not any(_overlaps((start, end), window) for window in shared_windows)
 
 
+def test_after_its_measurement_a_holder_steps_down_without_queueing_behind_the_next(token: Path):
+    """The checks after timing (shared) start at once although the next measurement already waits
+    (holding the turnstile); that measurement starts once those checks are done."""
+    record: dict = {}
+    waiting: dict = {}
+    with DeviceToken(token, record) as held:
+        held.hold(EXCLUSIVE)
+        next_one = _hold_in_thread(token, EXCLUSIVE, 0.0, waiting)
+        time.sleep(0.3)  # the next measurement is queued now
+        asked = time.time()
+        held.hold(SHARED)
+        assert time.time() - asked < 0.2, "stepping down queued behind the waiting measurement"
+        time.sleep(0.2)
+        assert next_one.is_alive()  # still waiting for the shared holder
+    next_one.join(timeout=5)
+    assert not next_one.is_alive()
+    _, checks_end, _ = token_windows(record)[-1]
+    ((next_start, _, _),) = token_windows(waiting)
+    assert [mode for _, _, mode in token_windows(record)] == [EXCLUSIVE, SHARED]
+    assert next_start >= checks_end
+
+
 def test_switching_modes_records_each_window(token: Path):
     record: dict = {}
     with DeviceToken(token, record) as held:

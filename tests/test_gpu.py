@@ -58,16 +58,22 @@ def test_kernel_census_under_the_cuda_profiler(tmp_path):
     records = run_kernel_cases(tmp_path, "hardware=h100")
     for case in KERNEL_CASES:
         record = records[case.stem]
-        assert (record["verdict"]["status"], record["verdict"]["reason"]) == kernel_verdict(case), record["verdict"]
+        verdict = record["verdict"]
+        assert (verdict["status"], verdict["reason"]) == kernel_verdict(case, "cuda"), verdict
         census = record["integrity"]["kernel_census"]
         assert census["instrument"] == "cuda_profiler" and census["judged"] is True, census
         assert census["call"]["shape"] == "default" and census["call"]["trial"] >= 1
     honest = records["honest_triton_linear"]["integrity"]["kernel_census"]
     assert honest["own"] == {"_linear_relu_kernel": 1} and honest["own_kernel_ran"] is True, honest
     assert honest["own_gpu_us"] > 0 and honest["own_gpu_share"] > 0.5, honest
+    assert honest["library_kinds"]["judged"] and honest["library_kinds"]["compute"] == {}, honest
     # Computes with torch (cuBLAS / aten kernels) while its Triton kernel sits on an untaken path.
     hostile = records["kernel_on_untaken_path"]["integrity"]["kernel_census"]
     assert hostile["own"] == {} and hostile["library"] and hostile["own_gpu_share"] == 0.0, hostile
+    # A kernel of its own runs, but as a decoy: cuBLAS and aten compute the answer beside it.
+    decoy = records["decoy_own_kernel"]["integrity"]["kernel_census"]
+    assert decoy["own"] == {"_zero_kernel": 1} and decoy["library_kinds"]["compute"], decoy
+    assert any(name in records["decoy_own_kernel"]["verdict"]["message"] for name in decoy["library_kinds"]["compute"])
     # Under allow_torch the census records only: Inductor's triton_* kernels count as torch_compile's own.
     proc = kbench(
         "run",
@@ -86,6 +92,7 @@ def test_kernel_census_under_the_cuda_profiler(tmp_path):
     assert record["verdict"]["status"] == "correct", record["verdict"]
     census = record["integrity"]["kernel_census"]
     assert census["judged"] is False and any(name.startswith("triton_") for name in census["own"]), census
+    assert census["library_kinds"]["judged"] is False, census
     assert record["integrity"]["thread_census"]["left_running"] == []
 
 

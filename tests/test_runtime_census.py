@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from runner.worker.integrity import ThreadCensus
-from runner.worker.kernel_census import KernelCensus, defined_kernels
+from runner.worker.kernel_census import _MAX_NAME_CHARS, KernelCensus, defined_kernels, moves_data
 from runner.worker.loading import import_file
 from tests.conftest import kbench, result_records
 
@@ -85,6 +85,8 @@ def test_inductor_kernels_are_torch_compiles_own():
 
 
 def _event(name: str, us: float, activity: str = "kernel", device=torch.autograd.DeviceType.CUDA):
+    """Test double at the GPU boundary: one ``torch.profiler`` event as the CUDA profiler reports it
+    (this machine has no CUDA profiler), with the fields the census reads."""
     time_range = SimpleNamespace(elapsed_us=lambda: us)
     return SimpleNamespace(name=name, device_type=device, activity_type=activity, time_range=time_range)
 
@@ -103,6 +105,7 @@ def test_profile_with_only_library_kernels_is_a_violation_under_own_kernels():
     record = census.record
     assert record["own"] == {} and len(record["library"]) == 2 and record["copies"] == 1
     assert record["library_gpu_us"] == 40.0 and record["own_gpu_share"] == 0.0 and record["judged"]
+    assert record["library_kinds"]["compute_ran"] is True  # recorded; no own kernel is the verdict
     reason, evidence = census.violation()
     assert reason == "no_own_kernel_ran" and "sm90_xmma_gemm_f32f32" in evidence and "_add_kernel" in evidence
     assert census.violation() is None  # reported once
@@ -110,9 +113,178 @@ def test_profile_with_only_library_kernels_is_a_violation_under_own_kernels():
 
 def test_profile_with_an_own_kernel_records_its_share():
     census = _census()
-    census._judge_profile([_event("_add_kernel", 30.0), _event("void at::native::fill_kernel<float>(int)", 10.0)])
+    census._judge_profile([_event("_add_kernel", 30.0), _event(FILL, 10.0)])
     assert census.record["own"] == {"_add_kernel": 1} and census.record["own_gpu_share"] == 0.75
     assert census.violation() is None and census.record["own_kernel_ran"] is True
+
+
+# Kernel names as PyTorch 2.x, cuBLAS and cutlass report them on an H100.
+FILL = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >"
+    "(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"
+)
+_COPY_LAMBDA = (
+    "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const"
+    "::{lambda()#7}::operator()() const::{lambda(float)#1}"
+)
+COPY = (
+    f"void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<{_COPY_LAMBDA}>"
+    f"(at::TensorIteratorBase&, {_COPY_LAMBDA} const&)::{{lambda(int)#1}}>(int, at::native::gpu_kernel_impl_nocast"
+    f"<{_COPY_LAMBDA}>(at::TensorIteratorBase&, {_COPY_LAMBDA} const&)::{{lambda(int)#1}})"
+)
+GEMM = "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+
+
+@pytest.mark.parametrize(
+    ("name", "moves"),
+    [
+        (FILL, True),  # torch.zeros / full / fill_ / zero_
+        (
+            "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::FillFunctor"
+            "<float> >(at::TensorIteratorBase&, at::native::FillFunctor<float> const&)::{lambda(int)#1}>(int, ...)",
+            True,  # fill_ on a strided view
+        ),
+        (COPY, True),  # .contiguous() of a transposed view
+        (
+            f"void at::native::unrolled_elementwise_kernel<{_COPY_LAMBDA}, std::array<char*, 2ul>, 4, "
+            "TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, "
+            "at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, ...)",
+            True,  # .to(torch.float16)
+        ),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda(at::"
+            "TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >(int, at::native::bfloat16_copy_kernel"
+            "_cuda(at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul>)",
+            True,  # .to(torch.bfloat16)
+        ),
+        (
+            "void at::native::unrolled_elementwise_kernel<at::native::copy_device_to_device(at::TensorIterator&, "
+            "bool, bool)::{lambda()#2}::operator()() const::{lambda()#8}::operator()() const::{lambda(float)#1}, "
+            "at::detail::Array<char*, 2>, OffsetCalculator<1, unsigned int>, OffsetCalculator<1, unsigned int>, "
+            "at::native::memory::LoadWithoutCast, at::native::memory::StoreWithoutCast>(int, ...)",
+            True,  # a copy in PyTorch 1.x
+        ),
+        (
+            "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 2, 128, 1>(float*, "
+            "at::native::(anonymous namespace)::CatArrInputTensorMetadata<float, unsigned int, 128, 1>, "
+            "at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)",
+            True,  # torch.cat
+        ),
+        (
+            "void at::native::(anonymous namespace)::CatArrayBatchedCopy_aligned16_contig<float, unsigned int, 3, "
+            "128, 1>(float*, at::native::(anonymous namespace)::CatArrInputTensorMetadata<float, unsigned int, 128, "
+            "1>, at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)",
+            True,  # torch.stack
+        ),
+        ("void (anonymous namespace)::memset_kernel<float>(float*, float, unsigned long)", True),  # illustrative name
+        (GEMM, False),
+        ("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT", False),
+        (
+            "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x128_8x4_nn_align1>(cutlass_80_simt_sgemm_128x128_8x4_nn_align1::Params)",
+            False,
+        ),
+        ("ampere_sgemm_128x64_nn", False),
+        (
+            "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, "
+            "float, float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, float, "
+            "float, float>, unsigned int, float, 4>)",
+            False,
+        ),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+            "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
+            False,  # the elementwise loop of a copy, but with arithmetic in it
+        ),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar"
+            "(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}"
+            "::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >"
+            "(int, ...)",
+            False,  # relu
+        ),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::neg_kernel_cuda(at::TensorIteratorBase&)"
+            "::{lambda()#2}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, "
+            "std::array<char*, 2ul> >(int, ...)",
+            False,  # what copy_ runs for a tensor with its negative bit set: it negates
+        ),
+        (
+            "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>"
+            "(float*, float const*, int, int, int, bool const*, int, bool)",
+            False,
+        ),
+        ("triton_poi_fused_relu_0", False),  # a Triton kernel not of the candidate's file: unknown, so compute
+    ],
+)
+def test_library_kernels_are_data_movement_or_compute(name, moves):
+    assert moves_data(name) is moves
+
+
+def _as_recorded(*names: str) -> dict[str, int]:
+    """Kernels launched once each, under the names the record keeps (long C++ names are cut)."""
+    return {name[:_MAX_NAME_CHARS]: 1 for name in names}
+
+
+def test_an_own_kernel_beside_library_compute_is_a_violation_under_own_kernels():
+    census = _census()
+    census._judge_profile([_event("_add_kernel", 1.0), _event(FILL, 1.0), _event(GEMM, 30.0)])
+    kinds = census.record["library_kinds"]
+    assert census.record["own_kernel_ran"] is True and kinds["judged"] and kinds["compute_ran"] is True
+    assert kinds["compute"] == _as_recorded(GEMM) and kinds["data_movement"] == _as_recorded(FILL)
+    reason, evidence = census.violation()
+    assert reason == "library_compute_ran" and GEMM in evidence and "_add_kernel" in evidence
+    assert census.violation() is None
+
+
+def test_an_own_kernel_beside_fills_and_copies_is_correct():
+    census = _census()
+    census._judge_profile(
+        [
+            _event(FILL, 1.0),
+            _event("Memset (Device)", 1.0, "gpu_memset"),
+            _event("_add_kernel", 30.0),
+            _event(COPY, 2.0),
+            _event("Memcpy DtoD (Device -> Device)", 1.0, "gpu_memcpy"),
+        ]
+    )
+    kinds = census.record["library_kinds"]
+    assert census.violation() is None and census.record["copies"] == 2
+    assert kinds["judged"] and kinds["compute_ran"] is False and kinds["compute"] == {}
+    assert kinds["data_movement"] == _as_recorded(FILL, COPY)
+
+
+def test_no_own_kernel_wins_over_library_compute():
+    census = _census()
+    census._judge_profile([_event(FILL, 1.0), _event(GEMM, 30.0)])
+    assert census.record["library_kinds"]["compute_ran"] is True
+    assert census.violation()[0] == "no_own_kernel_ran" and census.violation() is None
+
+
+def test_torch_compiles_library_kernels_are_not_judged():
+    census = _census("torch_compile", "")
+    census._judge_profile([_event("triton_poi_fused_relu_0", 5.0), _event(GEMM, 30.0)])
+    kinds = census.record["library_kinds"]
+    assert census.violation() is None and census.record["own_kernel_ran"] is True
+    assert (
+        kinds["compute"] == _as_recorded(GEMM) and kinds["compute_ran"] is True and not kinds["judged"] and kinds["why"]
+    )
+
+
+def test_library_compute_is_recorded_not_judged_under_allow_torch():
+    census = KernelCensus(SOURCE, "candidate.py", torch.device("cuda"), "allow_torch", "directory")
+    census._judge_profile([_event("_add_kernel", 1.0), _event(GEMM, 30.0)])
+    kinds = census.record["library_kinds"]
+    assert census.violation() is None and kinds["compute_ran"] is True and not kinds["judged"]
+
+
+def test_library_compute_with_unreadable_kernel_names_decides_nothing():
+    # The cupy kernel is the candidate's, but only its call, not its source, names it.
+    source = SOURCE + "\nimport cupy\nk = cupy.ElementwiseKernel('float32 x', 'float32 y', 'y = x * 2', 'twice')\n"
+    census = _census(source=source)
+    census._judge_profile([_event("_add_kernel", 1.0), _event("twice", 3.0)])
+    kinds = census.record["library_kinds"]
+    assert census.violation() is None and kinds["compute"] == {"twice": 1}
+    assert kinds["compute_ran"] is None and not kinds["judged"] and "spell out" in kinds["why"]
 
 
 def test_profile_without_any_device_activity_decides_nothing():
@@ -156,6 +328,7 @@ def test_cpu_without_the_interpreter_says_why(monkeypatch):
         pass
     assert census.record["instrument"] == "not available" and "TRITON_INTERPRET" in census.record["why"]
     assert census.record["call"] is None and census.violation() is None
+    assert census.record["library_kinds"]["compute_ran"] is None and not census.record["library_kinds"]["judged"]
 
 
 THREADS = textwrap.dedent(

@@ -281,6 +281,129 @@ HIDDEN_COMPUTE = {
             def forward(self, x):
                 return _launch(x)
     """,
+    "class_attribute_alias": """
+        class ModelNew(nn.Module):
+            op = torch.mm
+
+            def forward(self, x, y):
+                _launch(x)
+                return self.op(x, y)
+    """,
+    "tuple_unpacked_aliases": """
+        MM, ACT = torch.mm, torch.relu
+
+        class ModelNew(nn.Module):
+            def forward(self, x, y):
+                _launch(x)
+                return ACT(MM(x, y))
+    """,
+}
+
+# PyTorch callables kept in a table (a dict, list, tuple, namespace or partial bound to a name)
+# and read from forward: with a constant key, by index, with a key known only at run time.
+TABLES_OF_TORCH = {
+    "dict_at_module_scope": """
+        _OPS = {"mm": torch.matmul, "act": torch.relu}
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                _launch(a)
+                return _OPS["act"](_OPS["mm"](a, b))
+    """,
+    "tuple_by_index": """
+        OPS = (torch.mm,)
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                _launch(a)
+                return OPS[0](a, b)
+    """,
+    "list_by_negative_index": """
+        _OPS = [torch.mm]
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                _launch(a)
+                return _OPS[-1](a, b)
+    """,
+    "dict_call": """
+        _OPS = dict(mm=torch.mm)
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                _launch(a)
+                return _OPS["mm"](a, b)
+    """,
+    "functional_and_tensor_methods": """
+        import torch.nn.functional as Fn
+
+        _OPS = {"act": Fn.gelu, "mm": torch.Tensor.matmul}
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                return _OPS["act"](_OPS["mm"](_launch(a), b))
+    """,
+    "key_known_at_run_time": """
+        _OPS = {"relu": torch.relu, "tanh": torch.tanh}
+
+        class ModelNew(nn.Module):
+            def __init__(self, act="relu"):
+                super().__init__()
+                self.act = act
+
+            def forward(self, x):
+                op = _OPS[self.act]
+                return op(_launch(x))
+    """,
+    "filled_after_binding": """
+        _OPS = {}
+        _OPS["mm"] = torch.mm
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                _launch(a)
+                return _OPS.get("mm")(a, b)
+    """,
+    "iterated_from_self": """
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.steps = [torch.relu, torch.tanh]
+
+            def forward(self, x):
+                out = _launch(x)
+                for step in self.steps:
+                    out = step(out)
+                return out
+    """,
+    "class_attribute": """
+        class ModelNew(nn.Module):
+            OPS = {"mm": torch.mm}
+
+            def forward(self, a, b):
+                _launch(a)
+                return self.OPS["mm"](a, b)
+    """,
+    "helper_in_table": """
+        def _scale(t, u):
+            return t * u
+
+        _OPS = {"scale": _scale}
+
+        class ModelNew(nn.Module):
+            def forward(self, x, y):
+                return _OPS["scale"](_launch(x), y)
+    """,
+    "partial": """
+        import functools
+
+        _MM = functools.partial(torch.mm)
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                _launch(a)
+                return _MM(a, b)
+    """,
 }
 
 
@@ -289,6 +412,71 @@ def test_hidden_torch_compute_is_caught(name):
     report = _screen(HIDDEN_COMPUTE[name])
     assert report.violation is not None and report.violation.reason == "static_torch_compute", report.findings
     assert screen_candidate(HEADER + textwrap.dedent(HIDDEN_COMPUTE[name]), "allow_torch").violation is None
+
+
+@pytest.mark.parametrize("name", TABLES_OF_TORCH)
+def test_torch_functions_in_a_table_are_compute(name):
+    report = _screen(TABLES_OF_TORCH[name])
+    assert report.violation is not None and report.violation.reason == "static_torch_compute", report.findings
+    assert screen_candidate(HEADER + textwrap.dedent(TABLES_OF_TORCH[name]), "allow_torch").violation is None
+
+
+def test_table_finding_names_the_table_and_the_function():
+    exact = _screen(TABLES_OF_TORCH["dict_at_module_scope"])
+    assert {f.evidence for f in exact.findings} == {
+        "_OPS['act'](_OPS['mm'](a, b)), where _OPS['act'] is torch.relu",
+        "_OPS['mm'](a, b), where _OPS['mm'] is torch.matmul",
+    }
+    any_entry = _screen(TABLES_OF_TORCH["key_known_at_run_time"])
+    assert {f.evidence for f in any_entry.findings} == {
+        "_OPS[self.act], where _OPS holds torch.relu",
+        "_OPS[self.act], where _OPS holds torch.tanh",
+    }
+
+
+def test_tables_of_dtypes_kernels_and_helpers_are_not_compute():
+    report = _screen(
+        """
+        @triton.jit
+        def _copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+        _DTYPES = {"fp16": torch.float16, "fp32": torch.float32}
+        _KERNELS = {"scale": _scale_kernel, "copy": _copy_kernel}
+        _BY_DTYPE = {torch.float16: _copy_kernel, torch.float32: _scale_kernel}
+        _HELPERS = {"scale": _launch}
+
+        class ModelNew(nn.Module):
+            def __init__(self, kind="fp32", mode="scale"):
+                super().__init__()
+                self.kind, self.mode = kind, mode
+
+            def forward(self, x):
+                out = torch.empty(x.shape, device=x.device, dtype=_DTYPES[self.kind])
+                n, grid = x.numel(), (triton.cdiv(x.numel(), 256),)
+                _KERNELS["scale"][grid](x, out, n, BLOCK=256)
+                _BY_DTYPE[x.dtype][grid](x, out, n, BLOCK=256)
+                copy = _KERNELS.get("copy")
+                copy[grid](out, out, n, BLOCK=256)
+                return _HELPERS[self.mode](out), _DTYPES["fp16"]
+        """
+    )
+    assert report.findings == () and report.kernel_launches == 4, report.findings
+
+
+def test_tables_that_hold_each_other_are_read_to_an_end():
+    report = _screen(
+        """
+        _A = {"x": _B["x"], "all": [_A]}
+        _B = {"x": _A["x"]}
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return _launch(x), _A["x"], _B, _A["all"]
+        """
+    )
+    assert report.violation is None and report.findings == (), report.findings
 
 
 def test_evidence_points_at_the_hidden_call():
@@ -378,6 +566,12 @@ CHEATS = {
 HOSTILE = {
     "thread": ("static_thread_or_process", "import threading\nthreading.Thread(target=print).start()\n"),
     "os_system": ("static_thread_or_process", "import os\nos.system('nvidia-smi')\n"),
+    "os_system_by_folded_name": ("static_thread_or_process", "import os\ngetattr(os, 'sys' + 'tem')('ls')\n"),
+    "queue_listener": (
+        "static_thread_or_process",
+        "import logging.handlers, queue\nlogging.handlers.QueueListener(queue.Queue()).start()\n",
+    ),
+    "threading_server": ("static_thread_or_process", "import socketserver as ss\nSERVER = ss.ThreadingTCPServer\n"),
     "patch_torch": ("static_monkey_patch", "torch.allclose = lambda *a, **k: True\n"),
     "patch_timer": ("static_monkey_patch", "import time as _t\nsetattr(_t, 'perf_counter', lambda: 0.0)\n"),
     "patch_via_dict": ("static_monkey_patch", "torch.testing.__dict__['assert_close'] = print\n"),

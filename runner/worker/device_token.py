@@ -70,14 +70,20 @@ class DeviceToken:
             return
         if mode not in (SHARED, EXCLUSIVE):
             raise ValueError(f"device token mode {mode!r}: expected {SHARED!r} or {EXCLUSIVE!r}")
-        self.release()
         asked = time.time()
-        # Never taken while the token is held, so the turnstile's holder only ever waits for the token.
-        fcntl.flock(self._turnstile, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(self._token, fcntl.LOCK_EX if mode == EXCLUSIVE else fcntl.LOCK_SH)
-        finally:
-            fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+        if self.mode == EXCLUSIVE:
+            # Stepping down after a measurement: straight to shared, not through the turnstile, so the
+            # checks after timing need not queue behind the next measurement (which waits for them).
+            self.record["windows"][-1][1] = asked
+            fcntl.flock(self._token, fcntl.LOCK_SH)
+        else:
+            self.release()
+            # Never taken while the token is held, so the turnstile's holder only ever waits for the token.
+            fcntl.flock(self._turnstile, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(self._token, fcntl.LOCK_EX if mode == EXCLUSIVE else fcntl.LOCK_SH)
+            finally:
+                fcntl.flock(self._turnstile, fcntl.LOCK_UN)
         now = time.time()
         self.record["waited_s"] = round(self.record["waited_s"] + now - asked, 6)
         self.record["windows"].append([now, None, mode])

@@ -1,10 +1,10 @@
-"""Kernel census: which kernels ran in one checked call, and whether any of them is the candidate's own.
+"""Kernel census: which kernels ran in one checked call, whose they are, and what the library ones did.
 
-Owns the runtime answer to "did the candidate's own kernels actually run?" (reason code
-``no_own_kernel_ran``). One call per evaluation is watched (the first checked shape, a trial
-drawn at random after the first, so that compiling and autotuning on the first call are not
-inside and the candidate cannot know which call it is; trial 0 when only one trial runs), with
-the first instrument available:
+Owns the runtime answers to "did the candidate's own kernels actually run?" (reason code
+``no_own_kernel_ran``) and "did a library compute in the candidate's call?" (``library_compute_ran``).
+One call per evaluation is watched (the first checked shape, a trial drawn at random after the
+first, so that compiling and autotuning on the first call are not inside and the candidate cannot
+know which call it is; trial 0 when only one trial runs), with the first instrument available:
 - ``cuda_profiler`` (CUDA): ``torch.profiler`` with CUDA activity lists the kernels the call
   ran on the GPU, each with its GPU time;
 - ``triton_interpreter`` (CPU with ``TRITON_INTERPRET=1``): the launch path of Triton's
@@ -16,13 +16,22 @@ of a ``@triton.jit`` function of the file (by name on the GPU, by the file its c
 under the interpreter), a ``__global__`` function in the file's strings (``load_inline`` CUDA
 sources, cupy raw kernels), a ``numba.cuda.jit`` function, or, for the ``torch_compile``
 method, an Inductor-generated ``triton_*`` kernel. Everything else (aten, cuBLAS, cuDNN,
-cutlass, ...) is a library kernel. Names, counts and GPU-time shares are recorded in
-``result.integrity["kernel_census"]`` under every policy; only ``own_kernels`` turns "no own
-kernel ran" into a violation, and only when the instrument could have seen the candidate's
-kernels and knows their names (not for cupy kernels named by an argument or extension sources
-assembled at run time: then the record says why it did not judge). This module judges nothing else: the
-static screen (``runner/static_check.py``) decides what the source may do, ``integrity.py``
-the other runtime checks.
+cutlass, ...) is a library kernel, and either moves data (fills and copies, which honest
+candidates trigger with ``torch.zeros``, ``.contiguous()``, ``.to()``, ``torch.cat``: the
+allow-list ``moves_data``) or computes (everything else, unknown names included). Names, counts
+and GPU-time shares are recorded in ``result.integrity["kernel_census"]`` under every policy; only
+``own_kernels`` turns them into violations, and only when the instrument could have seen the
+candidate's kernels and knows their names (not for cupy kernels named by an argument or extension
+sources assembled at run time: then the record says why it did not judge):
+- ``no_own_kernel_ran`` when none of the candidate's own kernels ran (it wins over the next);
+- ``library_compute_ran`` when a library kernel that computes ran: the static screen forbids
+  reachable PyTorch compute under ``own_kernels``, so this is compute that evaded it (a decoy
+  kernel of its own launched beside it, say). Only the CUDA profiler sees library kernels; under
+  the interpreter PyTorch's ops are not kernels and the record says that this was not judged.
+  The ``torch_compile`` method's library kernels (Inductor calls cuBLAS for matmuls) are its own
+  business and are never judged.
+This module judges nothing else: the static screen (``runner/static_check.py``) decides what the
+source may do, ``integrity.py`` the other runtime checks.
 """
 
 from __future__ import annotations
@@ -38,7 +47,8 @@ from pathlib import Path
 
 import torch
 
-from runner.static_model import MODULE_SCOPE, FileModel, folded_string
+from runner.static_model import FileModel
+from runner.static_names import MODULE_SCOPE, folded_string
 
 _BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"
 _GLOBAL_FUNCTION = re.compile(rf"__global__\s+{_BOUNDS}void\s+{_BOUNDS}(\w+)")
@@ -47,6 +57,19 @@ _NAMED_BY_ARGUMENT = frozenset({"cupy.ElementwiseKernel", "cupy.ReductionKernel"
 # Old Triton versions suffixed kernel names with their argument specialisation (``add_kernel_0d1d2d``).
 _TRITON_SUFFIX = re.compile(r"_\d[0-9cde]*")
 _COPY_ACTIVITIES = frozenset({"gpu_memcpy", "gpu_memset"})
+# Library kernels that only fill or copy memory, by what honest candidates use to make them:
+# torch.zeros/ones/full, fill_, zero_ -> an aten elementwise loop over ``FillFunctor``;
+# .contiguous(), .to(), .clone(), copy_ -> an elementwise loop over a lambda of
+# ``direct_copy_kernel_cuda`` (``bfloat16_``/``float8_copy_kernel_cuda`` for those casts,
+# ``copy_device_to_device`` in older PyTorch); torch.cat/stack -> ``CatArrayBatchedCopy*``;
+# memset kernels. (Plain memcpy/memset are activities, not kernels: counted in ``copies``.)
+# Anything else, an unknown name included, computes: a false positive names its kernel.
+_ELEMENTWISE_LOOP = re.compile(r"\w*elementwise_kernel\w*")
+_MOVING_FUNCTOR = re.compile(
+    r"\bFillFunctor<|\b(?:direct|bfloat16|float8)_copy_kernel_cuda\b|\bcopy_device_to_device\b"
+)
+_MOVING_KERNEL = re.compile(r"CatArrayBatchedCopy\w*|\w*memset\w*", re.IGNORECASE)
+_MAX_EVIDENCE_NAMES = 3
 _MAX_NAMES = 40  # per list in the record: a result stays small even for a candidate of many kernels
 _MAX_NAME_CHARS = 160
 
@@ -84,6 +107,8 @@ class KernelCensus:
             "own_gpu_share": None,
             "own_kernel_ran": None,
             "judged": False,
+            # The library kernels split by what they did, and the ``library_compute_ran`` judgement.
+            "library_kinds": {"data_movement": None, "compute": None, "compute_ran": None, "judged": False, "why": ""},
         }
         if device.type == "cuda":
             self.record.update(instrument="cuda_profiler", sees="every GPU kernel and copy of the call")
@@ -95,6 +120,9 @@ class KernelCensus:
                 self.record["why"] = why
             else:
                 self.record.update(instrument="triton_interpreter", sees="Triton launches only (not PyTorch's CPU ops)")
+                self.record["library_kinds"]["why"] = (
+                    "the Triton interpreter does not see PyTorch's ops: library compute is not visible to it"
+                )
 
     def plan(self, first_shape: str, trials: int) -> None:
         """Watch one trial of the first checked shape, drawn from the system's entropy after the first
@@ -141,7 +169,8 @@ class KernelCensus:
         self.record.update(instrument="not available", sees="nothing", why=why[:500])
 
     def violation(self) -> tuple[str, str] | None:
-        """``(reason, evidence)`` once, right after the watched call, when no own kernel ran under ``own_kernels``."""
+        """``(reason, evidence)`` once, right after the watched call, when under ``own_kernels`` no own
+        kernel ran or a library kernel computed."""
         found, self._pending = self._pending, None
         return found
 
@@ -178,12 +207,46 @@ class KernelCensus:
         # Without any device activity the profiler may simply not have worked (CUPTI unavailable):
         # no evidence either way. A call that produced a CUDA output without any is caught elsewhere.
         if not own and not library and not copies:
-            self.record["why"] = "the profiler saw no GPU activity in the call"
+            self.record["why"] = self.record["library_kinds"]["why"] = "the profiler saw no GPU activity in the call"
             self._conclude(None, conclusive=False)
             return
         if not own and self.defined.unreadable:
             self.record["why"] = "the candidate builds kernels whose names its source does not spell out"
         self._conclude(bool(own), conclusive=bool(own) or not self.defined.unreadable)
+        self._judge_library(library)
+
+    def _judge_library(self, library: Counter) -> None:
+        """Split the library kernels into data movement and compute; under ``own_kernels`` compute is a
+        violation, unless ``no_own_kernel_ran`` already is one."""
+        moving = Counter({name: n for name, n in library.items() if moves_data(name)})
+        computing = library - moving
+        kinds = self.record["library_kinds"]
+        kinds.update(data_movement=_capped(moving), compute=_capped(computing))
+        if self.defined.unreadable:
+            kinds["why"] = (
+                "the candidate builds kernels whose names its source does not spell out: they count as library"
+            )
+            return
+        kinds["compute_ran"] = bool(computing)
+        if self.inductor_is_own:
+            kinds["why"] = "torch_compile's compiled code calls library kernels (cuBLAS matmuls) by design"
+            return
+        kinds["judged"] = self.judge
+        if self.judge and computing and self._pending is None:
+            self._pending = ("library_compute_ran", self._library_evidence(computing))
+
+    def _library_evidence(self, computing: Counter) -> str:
+        names = [
+            name if len(name) <= _MAX_NAME_CHARS else name[:_MAX_NAME_CHARS] + "..."
+            for name, _ in computing.most_common(_MAX_EVIDENCE_NAMES)
+        ]
+        more = f" and {len(computing) - len(names)} more" if len(computing) > len(names) else ""
+        return (
+            f"besides the candidate's own kernel(s) ({', '.join(self.record['own'])}), "
+            f"{sum(computing.values())} launch(es) of library kernels that compute ran in this call: "
+            f"{'; '.join(names)}{more}. A library kernel counts as compute unless it is a fill, copy, cat "
+            f"or memset (kernel_census.moves_data); own_kernels allows no PyTorch compute on the data path"
+        )
 
     def _judge_launches(self, launches: Counter) -> None:
         own = Counter({name: n for (name, mine), n in launches.items() if mine})
@@ -287,6 +350,15 @@ def _device_activity(event) -> str:
     if activity or event.name in ("Context Sync", "Stream Sync"):
         return "other"
     return "kernel"
+
+
+def moves_data(kernel_name: str) -> bool:
+    """Whether a library kernel (as the profiler names it) only fills or copies memory; False for
+    anything the allow-list above does not name."""
+    base = _cxx_base_name(kernel_name)
+    if _MOVING_KERNEL.fullmatch(base):
+        return True
+    return bool(_ELEMENTWISE_LOOP.fullmatch(base) and _MOVING_FUNCTOR.search(kernel_name))
 
 
 def _cxx_base_name(kernel_name: str) -> str:

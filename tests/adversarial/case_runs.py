@@ -1,7 +1,8 @@
 """What the adversarial corpora share: a case's stated verdict, and one real run over a set of cases.
 
-Each case file states ``# expect: <verdict> [<reason>]`` on its first line (and may name its task
-with ``# task: <name>`` on the second, from ``tasks/``). ``run_cases`` lays the cases out as a
+Each case file states ``# expect: <verdict> [<reason>]`` on its first line, or one verdict per
+device (``# expect: cuda: <verdict> [<reason>]; cpu: <verdict> [<reason>]``), and may name its task
+with ``# task: <name>`` on the second, from ``tasks/``. ``run_cases`` lays the cases out as a
 KernelBench folder with one task per case and runs ``kbench run`` over them with the directory
 method under a given integrity policy.
 """
@@ -15,8 +16,23 @@ from tests.conftest import SMALL_TASK, kbench, make_kernelbench_dir
 TASKS_DIR = Path(__file__).parent / "tasks"
 
 
-def expected_verdict(path: Path) -> tuple[str, str]:
-    words = path.read_text().splitlines()[0].removeprefix("# expect:").split()
+def expected_verdict(path: Path, device: str | None = None) -> tuple[str, str]:
+    """``(verdict, reason)`` as the case states it; ``device`` (``cpu`` | ``cuda``) picks one of per-device verdicts.
+
+    A case whose outcome depends on what the device lets the runner see states one verdict per
+    device, ``# expect: cuda: <verdict> [<reason>]; cpu: <verdict> [<reason>]``, and must be asked for one.
+    """
+    stated = path.read_text().splitlines()[0].removeprefix("# expect:")
+    if ":" not in stated:
+        return _verdict_words(stated)
+    per_device = {name.strip(): words for name, words in (part.split(":", 1) for part in stated.split(";"))}
+    if device not in per_device:
+        raise ValueError(f"{path.name} states verdicts for {sorted(per_device)}, not for device {device!r}")
+    return _verdict_words(per_device[device])
+
+
+def _verdict_words(text: str) -> tuple[str, str]:
+    words = text.split()
     return words[0], words[1] if len(words) > 1 else ""
 
 

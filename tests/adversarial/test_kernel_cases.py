@@ -1,10 +1,12 @@
 """The kernel census under ``own_kernels``: a candidate whose own kernel never runs is caught at run time.
 
-Each file in ``kernel_cases/`` states ``# expect: <verdict> [<reason>]`` on its first line and
-passes the static screen under ``own_kernels`` (so only the runtime census can tell). One real
-``kbench run`` (local executor, directory method, the policy of the directory and LLM methods)
-evaluates them against the small task; on the CPU Triton's interpreter runs the kernels and
-the census counts their launches. ``tests/test_gpu.py`` runs the same cases under the CUDA profiler.
+Each file in ``kernel_cases/`` states ``# expect: <verdict> [<reason>]`` on its first line (per
+device where the instruments differ: the interpreter does not see PyTorch's ops, so a decoy kernel
+beside PyTorch compute is caught on the GPU only) and passes the static screen under
+``own_kernels`` (so only the runtime census can tell). One real ``kbench run`` (local executor,
+directory method, the policy of the directory and LLM methods) evaluates them against the small
+task; on the CPU Triton's interpreter runs the kernels and the census counts their launches.
+``tests/test_gpu.py`` runs the same cases under the CUDA profiler.
 """
 
 from __future__ import annotations
@@ -39,8 +41,11 @@ def kernel_run(tmp_path_factory):
 
 
 def test_cases_include_a_control_and_a_hostile_case():
-    verdicts = {expected_verdict(p)[0] for p in CASES}
-    assert {"correct", "integrity_violation"} <= verdicts
+    for device in ("cpu", "cuda"):
+        verdicts = {expected_verdict(p, device)[0] for p in CASES}
+        assert {"correct", "integrity_violation"} <= verdicts, device
+    reasons = {expected_verdict(p, "cuda")[1] for p in CASES}
+    assert {"no_own_kernel_ran", "library_compute_ran"} <= reasons
 
 
 @pytest.mark.parametrize("case", CASES, ids=[p.stem for p in CASES])
@@ -53,12 +58,14 @@ def test_case_passes_the_static_screen(case):
 def test_case_verdict_and_census(kernel_run, case):
     record = kernel_run[case.stem]
     verdict = record["verdict"]
-    assert (verdict["status"], verdict["reason"]) == expected_verdict(case), verdict
+    assert (verdict["status"], verdict["reason"]) == expected_verdict(case, "cpu"), verdict
     census = record["integrity"]["kernel_census"]
     assert census["instrument"] == "triton_interpreter" and census["judged"] is True, census
     assert census["call"]["shape"] == "default" and census["call"]["trial"] >= 1
+    kinds = census["library_kinds"]
+    assert kinds["compute"] is None and not kinds["judged"] and "not visible" in kinds["why"], kinds
     if verdict["status"] == "correct":
-        assert census["own"] == {"_linear_relu_kernel": 1} and census["own_kernel_ran"] is True
+        assert census["own"] == dict.fromkeys(census["defined"], 1) and census["own_kernel_ran"] is True
     else:
         assert census["own"] == {} and census["own_kernel_ran"] is False
         assert (

@@ -1,7 +1,8 @@
-# expect: integrity_violation static_monkey_patch
+# expect: integrity_violation numerics_flags_changed
 # Turns on TF32 matmuls for the whole process at import: an fp32 task quietly run at lower precision.
-# The static layer sees the assignment to torch before anything runs (the runtime flag check is
-# exercised by lowers_matmul_precision.py, which goes through a call).
+# Under a policy that forbids it, the static layer stops it first (static_monkey_patch: an assignment
+# to torch); the corpus runs with the screen off, so here the runtime check of the numerics flags
+# after the import catches it (lowers_matmul_precision.py reaches the same flag through a call).
 import torch
 import torch.nn as nn
 

@@ -1,8 +1,9 @@
 # expect: integrity_violation thread_left_running
 # Returns an empty output at once and lets a background thread fill it in a moment later (an
 # asynchronous "kernel" the caller never waits for). The thread comes from the logging package's
-# QueueListener, so no threading import is there for the static screen to see; the record it
-# handles carries the work, and the sentinel after it ends the one thread within a fraction of a second.
+# QueueListener (the static screen flags that since static_cases/queue_listener_thread.py; the
+# corpus runs with the screen off, so this case tests the runtime thread census alone); the record
+# it handles carries the work, and the sentinel after it ends the one thread within a fraction of a second.
 import logging
 import logging.handlers
 import queue
