@@ -1,7 +1,7 @@
 """What a candidate file defines: the model the static scans work on.
 
 Owns: ``FileModel`` and its ``Finding``s: definitions (functions, methods, lambdas, classes,
-Triton/numba kernels), the file's tables (names holding callables: ``_OPS = {"mm": torch.mm}``,
+Triton/numba kernels, the ``apply`` of its autograd Functions), the file's tables (names holding callables: ``_OPS = {"mm": torch.mm}``,
 read by ``runner/static_tables.py``), and ModelNew's entry points. What names denote (aliases,
 what each class stores in ``self.<attr>`` and in its class body, name resolution such as
 ``F.gelu`` -> ``torch.nn.functional.gelu``) is its base ``NameResolution``, in
@@ -50,10 +50,14 @@ class FileModel(NameResolution):
         self.attrs: dict[str, dict[str, str]] = {}
         self.tables: dict[str, Table] = {}  # "@table:<label>" -> Table
         self.builds_extension = False
+        # "@Cls.apply" of the file's autograd Functions -> the leading parameters of forward apply supplies itself.
+        self.applies: dict[str, int] = {}
         self._resolving: set[int] = set()  # table entries being resolved: a table that holds itself ends there
         self._register_definitions()
         self.writes = self._table_writes()
         self._register_aliases()
+        self._register_applies()  # once the bases resolve; then names bound to an apply (op = _Fn.apply)
+        self._alias_pass()
         self.kernels = {q for q, node in self.defs.items() if self._is_kernel(node)}
         self._register_attrs()
 
@@ -77,6 +81,24 @@ class FileModel(NameResolution):
                 self.defs[self._lambda_qual(node)] = node
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node not in self.defs.values():
                 self.defs[f"@fn:{node.lineno}:{node.col_offset}"] = node
+
+    def _register_applies(self) -> None:
+        """``Cls.apply`` of each ``torch.autograd.Function`` of the file that defines forward: a call of it
+        runs forward with the call's arguments after ``ctx``, which apply passes itself (none where the
+        class defines ``setup_context``, whose forward takes no ``ctx``; apply runs it too, ``Reach``
+        reaches it). ``backward`` is not reached: only forward runs in an evaluation (under no_grad)."""
+        for name in self.classes:
+            forward = self.defs.get(f"@{name}.forward")
+            qual = f"@{name}.apply"
+            if forward is not None and qual not in self.defs and self.derives_from(name, R.AUTOGRAD_FUNCTION_NAMES):
+                self.defs[qual], self.owner[qual] = forward, name
+                self.applies[qual] = 0 if self.lookup(name, "setup_context") in self.defs else 1
+
+    def implicit_params(self, qual: str) -> int:
+        """How many leading parameters of ``qual`` a call does not pass: ``self``, or the ``ctx`` of an apply."""
+        if qual in self.applies:
+            return self.applies[qual]
+        return 1 if qual in self.owner and self.method_scope(qual).self_name else 0
 
     @staticmethod
     def _lambda_qual(node: ast.Lambda) -> str:
@@ -153,7 +175,7 @@ class FileModel(NameResolution):
             else:
                 self.findings.add(Finding("static_no_model_new", 0, "the candidate defines no ModelNew"))
             return None
-        if not self._is_module_class("ModelNew"):
+        if not self.derives_from("ModelNew", R.NN_MODULE_NAMES):
             self.add("static_opaque_model_new", model_new, "ModelNew does not derive from torch.nn.Module")
         roots = []
         for entry in ("forward", "__call__"):

@@ -5,7 +5,7 @@ and constant strings (``matches``, ``folded_string``), and ``NameResolution``, t
 ``FileModel`` (``runner/static_model.py``) that registers aliases (imports and name-to-name
 assignments), records what each class stores in ``self.<attr>`` and in its class body, and
 resolves expressions to qualified names (``F.gelu`` -> ``torch.nn.functional.gelu``,
-``self.helper`` -> ``@Cls.helper``, ``_OPS["mm"]`` -> ``torch.mm``). It reads the definitions
+``self.helper`` -> ``@Cls.helper``, ``_OPS["mm"]`` -> ``torch.mm``, ``vars(torch)["mm"]`` -> ``torch.mm``). It reads the definitions
 and tables that ``FileModel`` keeps; it records no findings and judges nothing.
 """
 
@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass
 
 from runner import static_rules as R
-from runner.static_tables import bindings, lookup
+from runner.static_tables import bindings, lookup, lookup_parts
 
 
 def matches(qual: str, prefixes) -> bool:
@@ -201,11 +201,24 @@ class NameResolution:
             base = self.resolve(node.value, scope)
             if base and base.startswith("@layer:"):
                 return base
-            key = folded_string(node.slice)
-            if key and isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__":
-                return self._member(self.resolve(node.value.value, scope), key)
-            if key and isinstance(node.value, ast.Call) and self.resolve(node.value.func, scope) == "builtins.vars":
-                return self._member(self.resolve(node.value.args[0], scope), key) if node.value.args else None
+        read = self.namespace_read(node, scope)
+        if read is not None and read[1] is not None:  # vars(torch)["matmul"] is torch.matmul, as getattr is
+            return self._member(self.resolve(read[0], scope), read[1])
+        return None
+
+    def namespace_read(self, node: ast.AST, scope: Scope) -> tuple[ast.expr, str | None] | None:
+        """(``X``, the key folded, or None where it is known only at run time) of a read of an object's
+        namespace by key: ``vars(X)[k]``, ``X.__dict__[k]``, ``vars(X).get(k)``; None for anything else."""
+        parts = lookup_parts(node)
+        namespace = self.namespace_of(parts[0], scope) if parts is not None else None
+        return (namespace, folded_string(parts[1])) if namespace is not None else None
+
+    def namespace_of(self, node: ast.AST, scope: Scope) -> ast.expr | None:
+        """``X`` of ``X.__dict__`` or ``vars(X)``: the object whose namespace is read or written."""
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return node.value
+        if isinstance(node, ast.Call) and self.resolve(node.func, scope) == "builtins.vars" and node.args:
+            return node.args[0]
         return None
 
     def _member(self, base: str | None, attr: str) -> str | None:
@@ -246,13 +259,14 @@ class NameResolution:
         external = [self.resolve(b, MODULE_SCOPE) for b in self.classes[cls].bases]
         return next((f"{q}.{attr}" for q in external if q and not q.startswith("@")), None)
 
-    def _is_module_class(self, cls: str, seen: frozenset = frozenset()) -> bool:
+    def derives_from(self, cls: str, externals: frozenset[str], seen: frozenset = frozenset()) -> bool:
+        """Whether a class of the file derives from one of ``externals`` (``torch.nn.Module``), through the file's classes."""
         for base in self.classes[cls].bases:
             qual = self.resolve(base, MODULE_SCOPE)
-            if qual in R.NN_MODULE_NAMES:
+            if qual in externals:
                 return True
             if qual and qual.startswith("@") and qual[1:] in self.classes and qual[1:] not in seen:
-                if self._is_module_class(qual[1:], seen | {cls}):
+                if self.derives_from(qual[1:], externals, seen | {cls}):
                     return True
         return False
 

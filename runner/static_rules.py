@@ -52,6 +52,13 @@ EXTENSION_BUILDERS = frozenset(
 TORCH_OP_NAMESPACES = frozenset({"aten", "prims", "quantized", "_quantized", "c10d", "_c10d_functional", "torchvision"})
 
 NN_MODULE_NAMES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+# Bases of a custom autograd op: ``Cls.apply(...)`` runs ``Cls.forward`` (and ``setup_context``).
+AUTOGRAD_FUNCTION_NAMES = frozenset(
+    {"torch.autograd.Function", "torch.autograd.function.Function", "torch.autograd.function.InplaceFunction"}
+)
+# Methods of an autograd Function that only a backward pass runs; the worker evaluates under
+# ``torch.no_grad()``, and starting a backward pass from forward is PyTorch compute in itself.
+AUTOGRAD_GRADIENT_METHODS = frozenset({"backward", "vjp", "jvp"})
 NN_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 # torch.nn classes that hold state but compute nothing when called (or cannot be called).
 NN_NOT_LAYERS = frozenset({"Module", "Parameter", "Buffer", "ParameterList", "ParameterDict"})

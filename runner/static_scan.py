@@ -1,7 +1,8 @@
 """What ModelNew's forward reaches, scanned over a ``FileModel`` for where compute happens.
 
 ``Reach`` walks the call graph from ModelNew's entry points (module functions, methods, helpers
-and layers held in ``self.<attr>``, lambdas, aliases, ``getattr`` with a constant name, tables
+and layers held in ``self.<attr>``, lambdas, aliases, ``getattr`` with a constant name, the
+forward of an autograd Function called through ``apply`` (not its backward), tables
 of callables such as ``_OPS = {"mm": torch.mm}``: a read with a constant key gives its entry,
 any other read all the table holds) and records where compute happens: kernel launches of the
 file's own, PyTorch ops and layers, host reads, ``try``/``except`` fallbacks. Whether a value
@@ -62,7 +63,7 @@ class Reach(TensorInference):
         definition = self.m.defs[qual]
         nodes = self._body(definition)
         scope = self._scope(qual, cls, tensor_params, nodes)
-        queue: list = []
+        queue: list = self._setup_context(qual)
         for node in nodes:
             if isinstance(node, (ast.Try, ast.TryStar)) and node.handlers:
                 self.m.add("static_try_fallback", node, f"try/except: {evidence(node.body[0])}")
@@ -249,10 +250,21 @@ class Reach(TensorInference):
                 found |= {base} | self._ancestors(base, seen | {cls})
         return found
 
+    def _setup_context(self, qual: str) -> list:
+        """The ``setup_context(ctx, inputs, output)`` that an autograd Function's apply runs after forward."""
+        found = self.m.lookup(self.m.owner[qual], "setup_context") if qual in self.m.applies else None
+        if found is None or found not in self.m.defs:
+            return []
+        return [(found, self.m.owner[found], self.m.tensor_params(self.m.defs[found], skip_self=True))]
+
     def _class_methods(self, cls: str, call: ast.Call | None, scope: Scope | None = None) -> list:
-        """A class built or called in reach: all its methods are reached (the entry ones with the call's tensors)."""
+        """A class built or called in reach: all its methods are reached (the entry ones with the call's tensors),
+        but the backward of an autograd Function, which an evaluation under no_grad never runs."""
+        autograd = self.m.derives_from(cls, R.AUTOGRAD_FUNCTION_NAMES)
         items = []
         for qual in [q for q, owner in self.m.owner.items() if owner in {cls} | self._ancestors(cls)]:
+            if autograd and qual.rsplit(".", 1)[1] in R.AUTOGRAD_GRADIENT_METHODS:
+                continue
             entry = qual.rsplit(".", 1)[1] in ("__init__", "__call__", "forward")
             passed = self._passed_tensors(call, qual, scope, offset=1) if call is not None and entry else frozenset()
             items.append((qual, cls, passed))

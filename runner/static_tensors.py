@@ -166,7 +166,7 @@ class TensorInference:
         definition = self.m.defs[qual]
         params = definition.args.posonlyargs + definition.args.args
         if offset is None:
-            offset = 1 if qual in self.m.owner and self.m.method_scope(qual).self_name else 0
+            offset = self.m.implicit_params(qual)
         names = set()
         for index, arg in enumerate(call.args):
             if isinstance(arg, ast.Starred):

@@ -1,7 +1,8 @@
 """The whole-file scan over a ``FileModel``: what is hostile wherever it appears in the candidate.
 
 Owns: ``scan_whole_file``, which finds imports of the harness, threads, patching torch or the
-timer, frame and gc introspection, dynamic code, files and environment, and side streams
+timer, frame and gc introspection, dynamic code (a module's member picked by a name known only
+at run time included), files and environment, and side streams
 anywhere in the file (code at import time runs as surely as forward does), and
 ``_is_chain_inner``, which says what counts as one read of a name (``a.b`` inside ``a.b.c`` is
 read as part of it), shared with ``Reach``. What ModelNew's forward reaches is
@@ -15,6 +16,7 @@ import ast
 from runner import static_rules as R
 from runner.static_model import FileModel
 from runner.static_names import MODULE_SCOPE, folded_string, matches
+from runner.static_tables import LOOKUP_METHODS, WRITE_METHODS
 
 
 def _is_chain_inner(model: FileModel, node: ast.AST) -> bool:
@@ -56,6 +58,8 @@ def scan_whole_file(model: FileModel) -> None:
                 _check_patch_target(model, target, node)
         if isinstance(node, ast.Call):
             _check_patch_call(model, node)
+        if isinstance(node, (ast.Call, ast.Subscript, ast.Attribute)):
+            _check_dynamic_member(model, node)
 
 
 def _loads(node: ast.AST) -> bool:
@@ -79,14 +83,10 @@ def _patched_root(model: FileModel, node: ast.AST) -> bool:
 
 
 def _namespace_of(model: FileModel, node: ast.AST) -> ast.AST | None:
-    """``X`` of ``X.__dict__`` or ``vars(X)``: the object whose namespace is being written."""
-    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
-        return node.value
-    if isinstance(node, ast.Call) and model.resolve(node.func, MODULE_SCOPE) == "builtins.vars" and node.args:
-        return node.args[0]
+    """``X`` of ``X.__dict__``, ``vars(X)`` or ``__builtins__``: the object whose namespace is being written."""
     if isinstance(node, ast.Name) and node.id == "__builtins__":
         return node
-    return None
+    return model.namespace_of(node, MODULE_SCOPE)
 
 
 def _check_patch_target(model: FileModel, target: ast.AST, statement: ast.AST) -> None:
@@ -110,7 +110,35 @@ def _check_patch_call(model: FileModel, call: ast.Call) -> None:
         namespace = _namespace_of(model, call.func.value)
         if namespace is not None and _patched_root(model, namespace):
             model.add("static_monkey_patch", call)
-    if qual == "builtins.getattr" and len(call.args) >= 2 and folded_string(call.args[1]) is None:
-        base = model.resolve(call.args[0], MODULE_SCOPE)
+
+
+def _check_dynamic_member(model: FileModel, node: ast.AST) -> None:
+    """A member of a module (or of one of its classes) picked by a name known only at run time:
+    ``getattr(torch, name)``, ``vars(F)[name]``, ``torch.__dict__.get(name)``, or out of its
+    namespace taken whole (``ns = vars(torch)``, ``vars(F).items()``). Which function that is
+    cannot be read, so it cannot be screened. The file's own classes and objects (``self``, a
+    tensor) resolve to no module and are left alone."""
+    if isinstance(node, ast.Call) and model.resolve(node.func, MODULE_SCOPE) == "builtins.getattr":
+        read = (node.args[0], folded_string(node.args[1])) if len(node.args) >= 2 else None
+    else:
+        read = model.namespace_read(node, MODULE_SCOPE)
+        namespace = model.namespace_of(node, MODULE_SCOPE)
+        if read is None and namespace is not None and _taken_whole(model, node):
+            read = (namespace, None)
+    if read is not None and read[1] is None:
+        base = model.resolve(read[0], MODULE_SCOPE)
         if base is not None and not base.startswith("@"):
-            model.add("static_dynamic_code", call)
+            model.add("static_dynamic_code", node)
+
+
+def _taken_whole(model: FileModel, namespace: ast.AST) -> bool:
+    """Whether a namespace (``vars(M)``, ``M.__dict__``) is used other than by one key where it is
+    named (``ns[k]``, ``ns.get(k)``: a read, or a write that the patch rules judge)."""
+    parent = model.parents.get(namespace)
+    if isinstance(parent, ast.Subscript) and parent.value is namespace:
+        return False
+    if isinstance(parent, ast.Attribute) and parent.value is namespace:
+        call = model.parents.get(parent)
+        keyed = parent.attr in LOOKUP_METHODS | WRITE_METHODS
+        return not (keyed and isinstance(call, ast.Call) and call.func is parent)
+    return True

@@ -117,6 +117,156 @@ def test_reference_and_torch_compile_pass_allow_torch_but_not_own_kernels(path):
         assert strict is not None and strict.reason in ("static_torch_compute", "static_torch_layer"), strict
 
 
+# -- custom autograd ops ----------------------------------------------------------------------
+
+# A torch.autograd.Function whose forward launches the kernel: ``_Scale.apply(x, 2.0)`` runs
+# forward with x and 2.0 after ctx. Its backward computes in PyTorch, as backwards usually do,
+# and is never run: a screen that reached it would flag ``torch.mul``.
+SCALE_FUNCTION = """
+    class _Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, scale):
+            ctx.save_for_backward(x)
+            out = torch.empty_like(x)
+            n = x.numel()
+            _scale_kernel[(triton.cdiv(n, 256),)](x, out, n, BLOCK=256)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            return torch.mul(grad_out, 2.0), None
+"""
+
+AUTOGRAD_HONEST = {
+    "apply_from_a_helper": SCALE_FUNCTION
+    + """
+    def _scale(x):
+        return _Scale.apply(x, 2.0)
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            return _scale(x.contiguous())
+    """,
+    "apply_bound_to_a_name": """
+    from torch.autograd import Function as Fn
+
+    class _Scale(Fn):
+        @staticmethod
+        def forward(ctx, x):
+            out = torch.empty_like(x)
+            _scale_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            return torch.mul(grad_out, 2.0)
+
+    scale = _Scale.apply
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            return scale(x)
+    """,
+    "class_bound_to_a_local": SCALE_FUNCTION
+    + """
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            op = _Scale
+            return op.apply(x, 2.0)
+    """,
+    "setup_context_and_no_ctx_in_forward": """
+    class _Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(x, blocks):
+            out = torch.empty_like(x)
+            block = 256 * blocks
+            _scale_kernel[(triton.cdiv(x.numel(), block),)](x, out, x.numel(), BLOCK=block)
+            return out
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            return _Scale.apply(x, 1)
+    """,
+}
+
+AUTOGRAD_HIDDEN = {
+    "torch_op_in_forward": """
+    class _Linear(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            return torch.matmul(_launch(x), w)
+
+    class ModelNew(nn.Module):
+        def forward(self, x, w):
+            return _Linear.apply(x, w)
+    """,
+    "torch_op_behind_an_apply_bound_to_a_name": """
+    import torch.autograd
+
+    _AutogradFunction = torch.autograd.Function
+
+    class _Act(_AutogradFunction):
+        @staticmethod
+        def forward(ctx, x):
+            return torch.nn.functional.gelu(_launch(x))
+
+    act = _Act.apply
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            return act(x)
+    """,
+    "arithmetic_on_an_argument_after_ctx": """
+    class _Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, bias):
+            return _launch(x), _launch(bias * 0.5)
+
+    class ModelNew(nn.Module):
+        def forward(self, x, bias):
+            return _Scale.apply(x, bias)
+    """,
+    "arithmetic_on_what_apply_returns": SCALE_FUNCTION
+    + """
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            return _Scale.apply(x, 2.0) + 1.0
+    """,
+    "torch_op_in_setup_context": """
+    class _Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return _launch(x)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            output.copy_(torch.relu(output))
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            return _Scale.apply(x)
+    """,
+}
+
+
+@pytest.mark.parametrize("name", AUTOGRAD_HONEST)
+def test_autograd_function_forward_is_reached_through_apply(name):
+    report = _screen(AUTOGRAD_HONEST[name])
+    assert report.violation is None and report.findings == (), report.findings
+    assert report.kernel_launches == 1  # the launch inside forward: no other code launches one
+
+
+@pytest.mark.parametrize("name", AUTOGRAD_HIDDEN)
+def test_torch_compute_in_an_autograd_function_is_caught(name):
+    report = _screen(AUTOGRAD_HIDDEN[name])
+    assert report.violation is not None and report.violation.reason == "static_torch_compute", report.findings
+    assert report.kernel_launches >= 1
+
+
 # -- PyTorch compute hidden from a reader -----------------------------------------------------
 
 HIDDEN_COMPUTE = {
@@ -158,6 +308,18 @@ HIDDEN_COMPUTE = {
             def forward(self, x):
                 _launch(x)
                 return torch.__dict__["softmax"](x, -1)
+    """,
+    "vars_with_a_constant_key": """
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                return vars(torch)["matmul"](_launch(a), b)
+    """,
+    "namespace_get_with_a_constant_key": """
+        import torch.nn.functional as Fn
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return Fn.__dict__.get("gelu")(_launch(x))
     """,
     "local_alias_of_function": """
         class ModelNew(nn.Module):
@@ -586,6 +748,9 @@ HOSTILE = {
     "compile": ("static_dynamic_code", "CODE = compile('1', 'f', 'eval')\n"),
     "dunder_import": ("static_dynamic_code", "T = __import__('torch')\n"),
     "getattr_unknown_name": ("static_dynamic_code", "NAME = 'sum'\nOP = getattr(torch, NAME)\n"),
+    "vars_unknown_key": ("static_dynamic_code", "import torch.nn.functional as Fn\nOP = vars(Fn)[input()]\n"),
+    "dict_get_unknown_key": ("static_dynamic_code", "NAME = 'sum'\nOP = torch.__dict__.get(NAME)\n"),
+    "namespace_taken_whole": ("static_dynamic_code", "NS = vars(torch)\nOP = NS['mat' + 'mul']\n"),
     "open_file": ("static_file_or_env", "DATA = open('/tmp/expected.pt', 'rb').read()\n"),
     "environment": ("static_file_or_env", "import os\nMODE = os.environ.get('KBENCH_MODE')\n"),
 }
