@@ -293,3 +293,43 @@ def test_a_reference_that_casts_to_float32_is_not_available():
     check = _prepare(_synthetic(lambda x: x.float() * 2))
     assert check.record["status"] == "not_available"
     assert "casts to a fixed dtype" in check.record["shapes"]["small"]["not_available"]
+
+
+# -- the last timed call ---------------------------------------------------------------------------
+
+
+def _timed(module, inputs: list, candidate) -> tuple[str, dict]:
+    """``add_timed`` then ``judge`` for the timed call on ``inputs``, as the worker does after timing."""
+    check = _prepare(module)
+    model = build_model(module.Model, module, {}, CPU, SEED)
+    with torch.no_grad():
+        expected = as_output_list(model(*inputs))
+        check.add_timed("timed", module, {}, CPU, SEED, inputs, expected)
+        violation = check.judge("timed", as_output_list(candidate(model, inputs)), [])
+    return (violation[0] if violation else ""), check.record
+
+
+def test_the_last_timed_call_is_judged_on_its_own_inputs():
+    """Precise on the checked trial, TF32 on the timed inputs: the timed call's float64 answer shows it."""
+    module = _synthetic(lambda x: x @ x.t())
+    timed_inputs = [torch.randn(8, 8)]
+    reason, record = _timed(module, timed_inputs, lambda model, inputs: model(*inputs))
+    assert reason == "" and record["shapes"]["timed"]["ok"] is True
+    reason, record = _timed(module, timed_inputs, TF32_TRUNCATED)
+    assert reason == "reduced_precision_tf32" and record["shapes"]["timed"]["ratio"] > RATIO_LIMIT
+    assert record["shapes"]["small"]["reference_error"]  # the checked shape's entry is kept beside it
+
+
+def test_the_timed_call_beyond_its_float64_budget_is_recorded_not_judged(monkeypatch):
+    import runner.worker.precision as precision
+
+    monkeypatch.setattr(precision, "MAX_TIMED_FLOAT64_ELEMENTS", 100)  # 8x8 input + 8x8 output = 128 elements
+    reason, record = _timed(_synthetic(lambda x: x * 3), [torch.randn(8, 8)], _computed_in(torch.bfloat16))
+    assert reason == ""
+    assert "more than the float64 budget of 100" in record["shapes"]["timed"]["not_available"]
+
+
+def test_the_timed_call_of_a_reduced_precision_task_adds_nothing():
+    module = _synthetic(lambda x: x * 2, inputs=lambda: [torch.randn(8, 8, dtype=torch.float16)])
+    reason, record = _timed(module, [torch.randn(8, 8, dtype=torch.float16)], lambda model, inputs: model(*inputs))
+    assert reason == "" and record == {"status": "not_applicable", "why": record["why"]}

@@ -11,7 +11,8 @@ and run on fresh seeded inputs for every trial of every shape, with the allocato
 before each call (exception: ``runtime_error``; wrong value, shape or dtype: ``incorrect``; a
 runtime integrity check: ``integrity_violation``). A correct candidate is timed against the
 reference on the timed shape, inputs rotating among several sets; then the stream audit, the
-roofline (``faster_than_physics``) and the output of the last timed call are judged. The
+roofline (``faster_than_physics``) and the output of the last timed call (tolerance, then the
+float64 precision bound on its inputs) are judged. The
 result is written atomically; a ``stage`` marker lets the orchestrator say where a crashed
 worker died.
 """
@@ -342,7 +343,19 @@ def _run(
     # call after new values are written into that input set in place (same addresses), so a
     # result cached by input pointer is stale.
     index, timed_outputs = candidate.last
-    _check_timed_output(reference.model(*input_sets[index]), timed_outputs, "the last timed call", index, tolerance)
+    expected_last = as_output_list(reference.model(*input_sets[index]))
+    _check_timed_output(expected_last, timed_outputs, "the last timed call", index, tolerance)
+    # Within tolerance; now against the float64 answer on the same inputs (runner/worker/precision.py),
+    # so precision kept only for the checked calls or the small shapes does not pass.
+    with cost("float64_timed"):
+        key = f"{timed_shape} (last timed call)"
+        precision.add_timed(key, reference_module, dims, device, seed, input_sets[index], expected_last)
+        violation = precision.judge(key, as_output_list(timed_outputs), checks)
+    if violation is not None:
+        reason, evidence = violation
+        raise _Stop(
+            Verdict("integrity_violation", reason, f"the last timed call (input set {index}): {evidence}", "timing")
+        )
     fresh = make_inputs(reference_module, dims, device, seed + 7919)
     for target, source in zip(input_sets[index], fresh):
         if isinstance(target, torch.Tensor):

@@ -14,6 +14,12 @@ after the precision the error looks like:
 Both mean "less precise than fp32"; the name is read off the size of the error alone (see
 ``reduced_precision_reason``), and the evidence gives the numbers behind it.
 
+The last timed call is judged the same way after timing (``add_timed``): the float64 answer for
+its input set, on the timed shape, against the fp32 reference's output on the same inputs. So a
+candidate that keeps fp32 precision only for the checked calls, or only at the small checked
+shapes, still meets the bound where it is measured. That answer is computed after the
+candidate's import, as the timed output's fp32 reference is.
+
 The layer applies where every floating-point output of the reference is float32. Where the
 float64 computation fails (an op without float64 support), returns another dtype (the reference
 casts internally) or would be too big, the record says why and that shape is not judged: never a
@@ -55,9 +61,11 @@ FLOOR = 8 * UNIT_ROUNDOFF_FP32  # 2^-21: a few roundings' worth, where the fp32 
 RATIO_LIMIT = 64.0
 # TF32 and fp16 errors measured 2^-12.7 to 2^-10.3 (table above), bf16 2^-9.4 to 2^-8.1: the boundary lies between.
 BF16_LIKE_ERROR = 2.0**-10
-# A float64 copy of more elements than this (inputs, parameters and outputs together) is not made:
-# such shapes are the timed ones, and the small check shapes carry the check.
+# A float64 copy of more elements than this (inputs, parameters and outputs together) is not made
+# for a checked shape (such shapes are the timed ones, and the small check shapes carry the check),
+# nor of more than the second for the timed call (2 GiB of float64; the GPU holds the timed inputs anyway).
 MAX_FLOAT64_ELEMENTS = 1 << 24
+MAX_TIMED_FLOAT64_ELEMENTS = 1 << 28
 
 _CHUNK = 1 << 24
 
@@ -110,12 +118,48 @@ def judge_error(candidate_error: float, reference_error: float) -> str | None:
 
 
 class PrecisionCheck:
-    """The float64 answers of one evaluation's checked shapes and the record of the check."""
+    """The float64 answers of one evaluation's checked shapes (and its last timed call) and the record of the check."""
 
     def __init__(self, record: dict) -> None:
         self.record = record  # JSON; the worker puts it into result.integrity["precision"]
         self._answers: dict[str, list] = {}  # shape -> float64 output per output (None: not compared)
         self._reference_errors: dict[str, list] = {}
+
+    def prepare(
+        self,
+        key: str,
+        module: ModuleType,
+        dims: dict,
+        device,
+        seed: int,
+        inputs: list,
+        outputs32: list,
+        budget: int = MAX_FLOAT64_ELEMENTS,
+    ) -> None:
+        """The float64 answer for ``inputs`` on ``dims`` (``outputs32``: the fp32 reference's), judged later as ``key``."""
+        try:
+            answers = _float64_answer(module, dims, device, seed, inputs, outputs32, budget)
+            errors = _reference_errors(outputs32, answers)
+        except _Unavailable as exc:
+            self.record["shapes"][key] = {"not_available": str(exc)}
+            return
+        except Exception as exc:  # an op without float64 support is no failure of the candidate's
+            message = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            self.record["shapes"][key] = {"not_available": f"the float64 reference failed: {message}"}
+            return
+        self._answers[key] = [a if e is not None else None for a, e in zip(answers, errors)]
+        self._reference_errors[key] = errors
+        self.record["shapes"][key] = {"reference_error": errors}
+
+    def add_timed(
+        self, key: str, module: ModuleType, dims: dict, device, seed: int, inputs: list, outputs32: list
+    ) -> None:
+        """Prepare the last timed call (its input set, the fp32 reference's outputs on it) for ``judge(key, ...)``.
+
+        Nothing where the layer does not apply (outputs not all float32)."""
+        if self.record["status"] == "not_applicable" or _not_applicable(outputs32):
+            return
+        self.prepare(key, module, dims, device, seed, inputs, outputs32, MAX_TIMED_FLOAT64_ELEMENTS)
 
     def judge(self, shape_name: str, outputs: list, runtime_checks: list) -> tuple[str, str] | None:
         """Compare trial 0's outputs (already within tolerance) with the float64 answer.
@@ -172,20 +216,8 @@ def float64_references(
         {"status": "prepared", "bound": {"ratio": RATIO_LIMIT, "floor": FLOOR, "metric": "relative L2"}, "shapes": {}}
     )
     for shape_name, dims in shapes.items():
-        outputs32 = expected[(shape_name, 0)]
-        try:
-            answers = _float64_answer(module, dims, device, seed, trial_seed, outputs32)
-            errors = _reference_errors(outputs32, answers)
-        except _Unavailable as exc:
-            check.record["shapes"][shape_name] = {"not_available": str(exc)}
-            continue
-        except Exception as exc:  # an op without float64 support is no failure of the candidate's
-            message = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-            check.record["shapes"][shape_name] = {"not_available": f"the float64 reference failed: {message}"}
-            continue
-        check._answers[shape_name] = [a if e is not None else None for a, e in zip(answers, errors)]
-        check._reference_errors[shape_name] = errors
-        check.record["shapes"][shape_name] = {"reference_error": errors}
+        inputs = make_inputs(module, dims, device, trial_seed)
+        check.prepare(shape_name, module, dims, device, seed, inputs, expected[(shape_name, 0)])
     if not check._answers:
         check.record["status"] = "not_available"
     return check
@@ -201,16 +233,17 @@ def _not_applicable(outputs: list) -> str:
     return ""
 
 
-def _float64_answer(module: ModuleType, dims: dict, device: torch.device, seed: int, trial_seed: int, outputs32: list):
+def _float64_answer(
+    module: ModuleType, dims: dict, device: torch.device, seed: int, inputs: list, outputs32: list, budget: int
+):
     model = build_model(module.Model, module, dims, device, seed)
     if not isinstance(model, torch.nn.Module):
         raise _Unavailable("the reference model is not an nn.Module, so it cannot be converted to float64")
-    inputs = make_inputs(module, dims, device, trial_seed)
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)] + list(model.parameters()) + list(model.buffers())
     tensors += [x for x in outputs32 if isinstance(x, torch.Tensor)]
     size = sum(x.numel() for x in tensors if x.is_floating_point())
-    if size > MAX_FLOAT64_ELEMENTS:
-        raise _Unavailable(f"{size} floating-point elements, more than the float64 budget of {MAX_FLOAT64_ELEMENTS}")
+    if size > budget:
+        raise _Unavailable(f"{size} floating-point elements, more than the float64 budget of {budget}")
     model = model.double()
     inputs = [x.double() if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else x for x in inputs]
     answers = as_output_list(model(*inputs))
