@@ -50,6 +50,7 @@ from runner.worker.protocol import (
     TASK_FILE,
     Result,
     Verdict,
+    read_stage,
     write_json_atomic,
 )
 
@@ -351,7 +352,7 @@ class Orchestrator:
                 return Result.from_dict(json.loads(result_path.read_text()))
             except (json.JSONDecodeError, TypeError, KeyError, ValueError):
                 pass  # a torn or forged file: decide from how the sandbox ended
-        stage = (out / STAGE_FILE).read_text().strip() if (out / STAGE_FILE).exists() else "start"
+        stage = read_stage(out / STAGE_FILE) or "start"
         stderr = _tail(out / "stderr.log")
         if outcome.timed_out:
             verdict = Verdict("timeout", "wall_time", f"killed after {outcome.wall_s:.0f} s in stage {stage}", stage)

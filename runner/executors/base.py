@@ -11,6 +11,7 @@ from typing import Protocol
 
 from runner.paths import MANIFESTS_DIR
 from runner.worker.device_token import WAIT_STAGE
+from runner.worker.protocol import read_stage
 
 # From handing a job over to the worker starting it (its stage marker): imports under load, and
 # the wait for the device token while other evaluations in flight hold it (added per evaluation).
@@ -159,7 +160,7 @@ def wait_for_worker(wait_until, marker: Path, started: float, settings: Executor
         return status, False, never_started
     running_left, waiting_left = float(settings.timeout_s), float(others)
     while status is None and running_left > 0:
-        waiting = waiting_left > 0 and _stage(marker) == WAIT_STAGE
+        waiting = waiting_left > 0 and read_stage(marker) == WAIT_STAGE
         step = min(_POLL_S, waiting_left if waiting else running_left)
         before = time.perf_counter()
         status = wait_until(before + step)
@@ -173,10 +174,3 @@ def wait_for_worker(wait_until, marker: Path, started: float, settings: Executor
 
 # How often a running worker's stage is read (the clock stops while it waits for the device).
 _POLL_S = 0.5
-
-
-def _stage(marker: Path) -> str:
-    try:
-        return marker.read_text().strip()
-    except OSError:
-        return ""

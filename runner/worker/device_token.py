@@ -65,7 +65,8 @@ class DeviceToken:
             self.record.update(path=str(path), waited_s=0.0, windows=[])
 
     def hold(self, mode: str) -> None:
-        """Hold the token in ``mode``, letting go of the mode held now first (flock cannot convert atomically)."""
+        """Hold the token in ``mode``: from exclusive, step down to shared at once; otherwise let go of the
+        mode held now and queue through the turnstile (flock cannot convert atomically)."""
         if self._token is None or mode == self.mode:
             return
         if mode not in (SHARED, EXCLUSIVE):

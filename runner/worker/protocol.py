@@ -189,3 +189,11 @@ def read_job(job_dir: Path) -> dict:
             "orchestrator and worker come from different kbench versions"
         )
     return job
+
+
+def read_stage(marker: Path) -> str:
+    """The stage a worker last marked in ``marker`` (``out/stage``); "" before it marked any."""
+    try:
+        return marker.read_text().strip()
+    except OSError:  # not written yet (or gone with its sandbox)
+        return ""
