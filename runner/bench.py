@@ -54,10 +54,13 @@ def duty(run_dir: Path) -> dict:
     wall = float(manifest.get("wall_s") or 0.0)
     windows = [w for _, r in results for w in token_windows(r.environment.get("device_token", {}))]
     device_phases = _union_seconds([(start, end) for start, end, _ in windows])
-    exclusive = sum(end - start for start, end, mode in windows if mode == EXCLUSIVE)
+    turns = sorted((start, end) for start, end, mode in windows if mode == EXCLUSIVE)
+    exclusive = sum(end - start for start, end in turns)
     warmup = float(manifest.get("warmup_s") or 0.0)
+    isolation = sorted({r.environment.get("device_token", {}).get("isolation", "device") for _, r in results})
     return {
         "run": run_dir.name,
+        "measurement_isolation": isolation,
         "evaluations": len(results),
         "wall_s": wall,
         "measured_s": measured,
@@ -66,12 +69,25 @@ def duty(run_dir: Path) -> dict:
         # The wall time during which some evaluation held the token (shared phases overlap: counted once).
         "device_phases_s": device_phases,
         "exclusive_s": exclusive,
+        # The share of the wall time during which some measurement had its turn.
+        "measuring_pct": 100 * exclusive / wall if wall else None,
+        # Two measurements' turns overlapping: never, under either isolation (evidence, not assumed).
+        "overlapping_turns": _overlapping(turns),
         "warmup_s": warmup,
         # The share of the wall time during which the GPU was reserved for some device work.
         "device_reserved_pct": 100 * (device_phases + warmup) / wall if wall else None,
         "measured_of_device_phases_pct": 100 * measured / device_phases if device_phases else None,
         "measured_of_exclusive_pct": 100 * measured / exclusive if exclusive else None,
     }
+
+
+def _overlapping(intervals: list[tuple[float, float]]) -> int:
+    """How many of ``intervals`` (sorted by start) begin before an earlier one has ended."""
+    count, reach = 0, float("-inf")
+    for start, end in intervals:
+        count += start < reach
+        reach = max(reach, end)
+    return count
 
 
 def _union_seconds(intervals: list[tuple[float, float]]) -> float:

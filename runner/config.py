@@ -38,6 +38,11 @@ class GpuRequest(str, Enum):
     cdi = "cdi"  # a CDI device name, <cdi_kind>=<UUID>, where the host uses CDI
 
 
+class MeasurementIsolation(str, Enum):
+    device = "device"  # nothing of the run runs device work beside a measurement
+    measurements = "measurements"  # measurements exclude each other; unmeasured device work runs beside them
+
+
 class MethodKind(str, Enum):
     reference = "reference"
     torch_compile = "torch_compile"
@@ -108,6 +113,10 @@ class ExecutorConfig:
     # Evaluations running at once per GPU: their process start, imports, static screen, collection
     # and logging overlap; their device work (reference, candidate, timing) takes turns (a token).
     in_flight: int = 1
+    # What a measurement excludes: `device` (the whole device: other evaluations' reference outputs,
+    # correctness calls and checks wait for it) or `measurements` (only other measurements and the
+    # compile warm-up; the rest runs beside it). runner/worker/device_token.py says what that costs.
+    measurement_isolation: MeasurementIsolation = MeasurementIsolation.device
     compile_threads: int = 1
     warmup_workers: int = 0
     file_size_limit_mb: int = 2048

@@ -106,6 +106,7 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         progress=cfg.run.progress,
         warmup_workers=cfg.executor.warmup_workers,
         in_flight=cfg.executor.in_flight,
+        measurement_isolation=cfg.executor.measurement_isolation.value,
         on_unhealthy=cfg.hardware.on_unhealthy.value,
         cooldown_limit_s=cfg.hardware.cooldown_limit_s,
         peaks=(

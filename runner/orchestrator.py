@@ -92,6 +92,7 @@ class RunSettings:
     in_flight: int = 1  # evaluations at once per device (their measurements take turns on its token)
     on_unhealthy: str = "proceed"  # the health gate still failing after cooldown: "proceed" (recorded) or "fail"
     cooldown_limit_s: float = 120.0
+    measurement_isolation: str = "device"  # what a measurement excludes (runner/worker/device_token.py)
 
 
 class RunAborted(RuntimeError):
@@ -191,6 +192,7 @@ class Orchestrator:
             "peaks": s.peaks,
             "integrity_policy": s.methods[evaluation.method]["integrity_policy"],
             "threads": s.cpu_threads,
+            "measurement_isolation": s.measurement_isolation,
             "meta": self._job_meta(evaluation),
         }
         write_json_atomic(job_dir / JOB_FILE, job)

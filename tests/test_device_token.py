@@ -18,6 +18,7 @@ import pytest
 from runner.executors.base import ExecutorSettings, wait_for_worker
 from runner.worker.device_token import (
     EXCLUSIVE,
+    ISOLATE_MEASUREMENTS,
     SHARED,
     WAIT_STAGE,
     DeviceToken,
@@ -126,6 +127,57 @@ def test_switching_modes_records_each_window(token: Path):
     assert all(a[1] <= b[0] for a, b in zip(windows, windows[1:]))
     with pytest.raises(ValueError, match="device token mode"):
         DeviceToken(token).hold("whenever")
+
+
+def _hold_isolating_measurements(path: Path, mode: str, seconds: float, record: dict) -> threading.Thread:
+    def hold():
+        with DeviceToken(path, record, ISOLATE_MEASUREMENTS) as held:
+            held.hold(mode)
+            time.sleep(seconds)
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_isolating_measurements_only_lets_unmeasured_work_run_beside_a_measurement(token: Path):
+    """executor.measurement_isolation=measurements: a measurement does not wait for shared holders
+    (their work runs beside it), but two measurements still never overlap."""
+    records = [{} for _ in range(4)]
+    threads = [_hold_isolating_measurements(token, SHARED, 0.6, records[0])]
+    time.sleep(0.1)
+    threads.append(_hold_isolating_measurements(token, EXCLUSIVE, 0.3, records[1]))
+    threads.append(_hold_isolating_measurements(token, EXCLUSIVE, 0.3, records[2]))
+    time.sleep(0.1)
+    threads.append(_hold_isolating_measurements(token, SHARED, 0.1, records[3]))
+    for thread in threads:
+        thread.join(timeout=10)
+        assert not thread.is_alive()
+    (shared,), (first,), (second,), (late_shared,) = (token_windows(r) for r in records)
+    assert first[2] == second[2] == EXCLUSIVE
+    assert not _overlaps(first, second), "two measurements overlapped"
+    assert _overlaps(shared, first) or _overlaps(shared, second), "a measurement waited for a shared holder"
+    assert records[3]["waited_s"] < 0.1, "a shared holder waited for a measurement"
+    assert _overlaps(late_shared, first) or _overlaps(late_shared, second)
+    assert records[1]["isolation"] == ISOLATE_MEASUREMENTS
+    with pytest.raises(ValueError, match="measurement isolation"):
+        DeviceToken(token, {}, "none")
+
+
+def test_a_measurement_steps_down_to_unlocked_shared_work(token: Path):
+    """Under measurement isolation, stepping down lets go of the lock: the next measurement starts
+    while the first one's checks after timing still run."""
+    record: dict = {}
+    following: dict = {}
+    with DeviceToken(token, record, ISOLATE_MEASUREMENTS) as held:
+        held.hold(EXCLUSIVE)
+        next_one = _hold_isolating_measurements(token, EXCLUSIVE, 0.0, following)
+        time.sleep(0.2)
+        assert next_one.is_alive()  # waits for the measurement
+        held.hold(SHARED)
+        next_one.join(timeout=5)
+        assert not next_one.is_alive(), "the next measurement waited for the checks after timing"
+    assert [mode for _, _, mode in token_windows(record)] == [EXCLUSIVE, SHARED]
 
 
 def test_no_token_path_holds_nothing():

@@ -227,3 +227,49 @@ def test_health_gate_fails_the_run_as_configured(tmp_path):
     (result,) = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*/jobs/*/out/result.json")]
     assert result["environment"]["health_gate"]["ok"] is False
     assert result["verdict"]["status"] == "correct"
+
+
+def test_precision_bound_where_cudnn_runs_the_fp32_reference_in_tf32():
+    """A KernelBench-style fp32 convolution: cuDNN runs the reference in TF32 by default, so the bound
+    comes from the reference with TF32 off (and 4x the default's error): the reference itself and a
+    TF32-off run pass, a bf16 convolution fails as bf16; the numerics flags are as before."""
+    import types
+
+    import torch
+
+    from runner.worker.loading import as_output_list, build_model, make_inputs
+    from runner.worker.precision import float64_references
+
+    task = types.ModuleType("conv_fp32_task")
+    exec(
+        "import torch\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.conv = torch.nn.Conv2d(64, 128, 3, padding=1)\n"
+        "    def forward(self, x):\n"
+        "        return self.conv(x)\n"
+        "def get_inputs():\n"
+        "    return [torch.randn(8, 64, 56, 56)]\n"
+        "def get_init_inputs():\n"
+        "    return []\n",
+        task.__dict__,
+    )
+    cuda = torch.device("cuda")
+    flags = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    model = build_model(task.Model, task, {}, cuda, 42)
+    with torch.no_grad():
+        expected = as_output_list(model(*make_inputs(task, {}, cuda, 1042)))
+        check = float64_references(task, {"perf": {}}, cuda, 42, 1042, {("perf", 0): expected})
+        entry = check.record["shapes"]["perf"]
+        (default_error,), (strict_error,) = entry["reference_error"], entry["reference_error_strict"]
+        assert strict_error < default_error / 20, entry  # TF32 in the default reference, not in the strict one
+        assert check.judge("perf", expected, []) is None, check.record  # the reference itself
+
+        def bf16(inputs):
+            return [model.to(torch.bfloat16)(*[x.to(torch.bfloat16) for x in inputs]).float()]
+
+        check = float64_references(task, {"perf": {}}, cuda, 42, 1042, {("perf", 0): expected})
+        violation = check.judge("perf", bf16(make_inputs(task, {}, cuda, 1042)), [])
+        assert violation is not None and violation[0] == "reduced_precision_bf16", check.record
+    assert (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32) == flags

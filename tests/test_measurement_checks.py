@@ -109,3 +109,43 @@ def test_embedding_floor_counts_only_what_a_fused_kernel_must_move():
     real_tokens = int((ids != module.PAD).sum())
     ideal = 8 * ids.numel() + 2 * ids.numel() * dims["d_model"] + 2 * real_tokens * dims["d_model"]
     assert PHYSICS_MARGIN * evaluate(task.bytes, dims) <= ideal
+
+
+class _ScriptedNvml(ClockMonitor):
+    """Test double at the NVML boundary (no GPU here): readings from a script, every read counted.
+
+    The thermal-violation counter grows during the batches listed in ``hot_batches`` (1-based), so
+    those batches are judged throttled.
+    """
+
+    def __init__(self, hot_batches: set[int]) -> None:
+        self.available, self.why = True, ""
+        self.reads = 0
+        self.hot_batches = hot_batches
+        self.thermal_ns = 0
+
+    def read(self) -> ClockReading:
+        self.reads += 1
+        # Read 1 opens batch 1; read k + 1 closes batch k (and opens batch k + 1).
+        if self.reads - 1 in self.hot_batches:
+            self.thermal_ns += 1000
+        return _reading(clock=1980, thermal=self.thermal_ns)
+
+
+def test_throttled_batches_are_taken_again_with_one_clock_read_per_batch(monkeypatch):
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+
+    monitor = _ScriptedNvml(hot_batches={2, 3})
+    monkeypatch.setattr(timing_module, "ClockMonitor", lambda uuid: monitor)
+    settings = TimingSettings(min_samples=4, max_samples=12, batch=2, warmup_ms=0.0, target_noise=0.0, time_cap_s=30)
+    result, raw = timing_module.measure_pair(lambda: None, lambda: None, torch.device("cpu"), settings, "small", 0)
+    assert result.throttled_batches == 2 and all(
+        t["why"].startswith("thermal violation") for t in raw["throttled_batches"]
+    )
+    assert result.reference.samples == result.candidate.samples == 12  # the thrown-away batches were retaken
+    kept_batches = 12 // settings.batch
+    assert monitor.reads == kept_batches + 2 + 1  # one read per batch (kept or not) and the first one
+    assert set(raw["sm_clock_mhz"]["reference"]) == {1980}

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from runner.bench import duty
 from runner.worker.device_token import EXCLUSIVE, SHARED, token_windows
 from tests.conftest import (
     FAST_TIMING,
@@ -55,12 +58,15 @@ def _held_windows(run_dir: Path) -> list[dict]:
     return out
 
 
-def test_evaluations_in_flight_take_turns_on_the_device(tmp_path: Path):
-    """Three evaluations in flight: all correct, and no measurement shares the device with anything.
+@pytest.mark.parametrize("isolation", ["device", "measurements"])
+def test_evaluations_in_flight_take_turns_on_the_device(tmp_path: Path, isolation: str):
+    """Three evaluations in flight: all correct, and no two measurements share the device.
 
-    Their device phases hold the token: shared ones may overlap each other, an exclusive one
-    (the timed samples) overlaps no other evaluation's window, and each measurement lies inside
-    its own exclusive window.
+    Their device phases hold the token. Under ``executor.measurement_isolation=device`` shared
+    ones may overlap each other and an exclusive one (the timed samples) overlaps no other
+    evaluation's window; under ``measurements`` it overlaps no other evaluation's exclusive window.
+    Each measurement lies inside its own exclusive window, and ``runner.bench duty`` finds no
+    overlapping turns.
     """
     names = [f"{i}_t{i}" for i in range(1, 6)]
     suite = make_kernelbench_dir(tmp_path / "kb", names)
@@ -75,6 +81,7 @@ def test_evaluations_in_flight_take_turns_on_the_device(tmp_path: Path):
         "tracking=off",
         "executor.prestart=3",
         "executor.in_flight=3",
+        f"executor.measurement_isolation={isolation}",
         *FAST_TIMING,
         cwd=tmp_path,
         env={"KBENCH_LOCK_DIR": str(tmp_path / "locks")},
@@ -84,17 +91,25 @@ def test_evaluations_in_flight_take_turns_on_the_device(tmp_path: Path):
     rows = results_of(run_dir)
     assert len(rows) == 10 and all(row["verdict"] == "correct" for row in rows)
     windows = _held_windows(run_dir)
+    excluded = {SHARED, EXCLUSIVE} if isolation == "device" else {EXCLUSIVE}
     for index, w in enumerate(windows):
+        assert w["token"]["isolation"] == isolation
         own = token_windows(w["token"])
         assert [mode for _, _, mode in own] == [SHARED, EXCLUSIVE, SHARED]
         (start, end, _) = own[1]
         assert start <= w["timing"]["window"][0] <= w["timing"]["window"][1] <= end
         for other in windows[:index] + windows[index + 1 :]:
-            clash = [o for o in token_windows(other["token"]) if o[0] < end and start < o[1]]
+            clash = [o for o in token_windows(other["token"]) if o[2] in excluded and o[0] < end and start < o[1]]
             assert not clash, f"a measurement shared the device: {own[1]} with {clash}"
+    # Each drew its own timed inputs after its candidate's import (the seed is recorded).
+    seeds = [w["timing"]["input_seed"] for w in windows]
+    assert len(set(seeds)) == len(seeds) and all(isinstance(s, int) for s in seeds)
     # They really were in flight together: some waited for the token while another held it.
     assert max(w["token"]["waited_s"] for w in windows) > 0.05
     assert Path(windows[0]["token"]["path"]).parent == tmp_path / "locks"
+    figures = duty(run_dir)
+    assert figures["overlapping_turns"] == 0 and figures["measurement_isolation"] == [isolation]
+    assert 0 < figures["measuring_pct"] <= 100
     assert not processes_under(tmp_path)
 
 

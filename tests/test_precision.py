@@ -17,6 +17,7 @@ from runner.tasks.model import read_native_task
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
 from runner.worker.precision import (
     BF16_LIKE_ERROR,
+    DEFAULTS_RATIO,
     FLOOR,
     RATIO_LIMIT,
     allowed_error,
@@ -239,6 +240,19 @@ def test_bound_arithmetic():
     # An ill-conditioned task, whose fp32 reference is itself far from float64, leaves more room.
     assert judge_error(1e-3, 1e-4) is None
     assert judge_error(1e-2, 1e-4) == "reduced_precision_bf16"
+
+
+def test_bound_where_the_reference_runs_reduced_at_pytorch_defaults():
+    """cuDNN's default TF32 convolution: the reference's own error is TF32's (5000 u), with TF32 off 3 u.
+    The bound is then 4x the default's error, not 64x: TF32 done another way passes, bf16 fails."""
+    u = 2.0**-24
+    default, strict = 5000 * u, 3 * u
+    assert allowed_error(default, strict) == DEFAULTS_RATIO * default < allowed_error(default) / 8
+    assert judge_error(13253 * u, default, strict) is None  # truncating TF32 (the table in precision.py)
+    assert judge_error(25118 * u, default, strict) == "reduced_precision_bf16"  # the least bf16 error measured
+    # Where nothing runs reduced both errors agree, and the bound is the plain one.
+    assert allowed_error(strict, strict) == allowed_error(strict) == RATIO_LIMIT * FLOOR
+    assert allowed_error(1e-4, 1e-4) == allowed_error(1e-4)
 
 
 def test_relative_error():

@@ -63,6 +63,7 @@ def test_mlflow_parent_and_children(tracked_run):
     assert honest.data.tags["verdict"] == "correct"
     for key in ("task", "suite", "method", "model", "hardware", "executor"):
         assert key in honest.data.params
+    assert int(honest.data.params["timed_input_seed"]) >= 0  # what redoes this evaluation's timed inputs
     for key in ("correct", "speedup", "candidate_median_ms", "reference_median_ms", "trials"):
         assert key in honest.data.metrics
     for key in ("task_hash", "candidate_hash", "git_commit", "kbench.eval_id"):
@@ -95,3 +96,23 @@ def test_kernelbench_directory_loads_as_a_suite(tracked_run):
     reference = [r for r in rows if r["method"] == "reference"]
     assert {r["task_id"] for r in reference} == {"level1/1_first", "level1/2_second"}
     assert all(r["verdict"] == "correct" and r["category"] == "level1" for r in reference)
+
+
+def test_a_fixed_timed_input_seed_is_used_and_recorded(tmp_path: Path):
+    """``eval.timing.input_seed`` fixes the timed inputs (to redo an evaluation exactly); by default each
+    evaluation draws its own (tests/test_pipeline.py)."""
+    suite = make_kernelbench_dir(tmp_path / "kb", ["1_only"])
+    proc = kbench(
+        "run",
+        "suite=kernelbench",
+        f"suite.path={suite}",
+        "method=reference",
+        "tracking=off",
+        "eval.timing.input_seed=1234",
+        *FAST_TIMING,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    (path,) = run_dir.glob("jobs/*/out/result.json")
+    assert json.loads(path.read_text())["timing"]["input_seed"] == 1234

@@ -46,6 +46,7 @@ def child_record(job_dir: Path, result: Result, git_commit: str) -> ChildRecord:
             samples=timing.candidate.samples,
             measured_s=timing.measured_s,
         )
+        params["timed_input_seed"] = timing.input_seed  # eval.timing.input_seed=<it> redoes this evaluation
     tags = {
         EVAL_TAG: result.eval_id,
         "verdict": result.verdict.status,

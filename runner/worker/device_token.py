@@ -9,6 +9,14 @@ with anything of the run. A turnstile (a second flock, taken briefly before the 
 waiting measurement from being starved by a stream of shared holders. The compile warm-up
 holds the token from the orchestrator.
 
+How far a measurement is isolated is the run's choice (``executor.measurement_isolation``):
+- ``device`` (the default): as above; nothing of the run runs device work beside a measurement.
+- ``measurements``: only measurements (and the compile warm-up) exclude each other; shared
+  holders take no lock, so other evaluations' reference outputs, correctness calls and checks
+  run during a measurement. Their kernels can land inside a sample (on one GPU, contexts are
+  time-sliced), which the interleaved order spreads over both sides and the median absorbs;
+  what it costs in repeatability is measured, not assumed (BENCHMARKS.md).
+
 Both are flocks taken on read-only descriptors: the files can be mounted read-only into a
 container (the host kernel arbitrates, the same as on the host). The kernel drops them when
 their holder dies. Every window the token was held (start, end, mode) goes into the record the
@@ -34,6 +42,11 @@ EXCLUSIVE = "exclusive"
 # against the evaluation's time limit (the other evaluations' measurements are not its time).
 WAIT_STAGE = "waiting_for_device"
 
+# executor.measurement_isolation: what a measurement excludes.
+ISOLATE_DEVICE = "device"
+ISOLATE_MEASUREMENTS = "measurements"
+ISOLATIONS = (ISOLATE_DEVICE, ISOLATE_MEASUREMENTS)
+
 
 def turnstile_of(token: str | Path) -> Path:
     """The turnstile file that goes with the token file ``token``."""
@@ -52,17 +65,21 @@ def create_token_files(token: Path) -> Path:
 class DeviceToken:
     """One process's handle on a device's token: held in one mode at a time, every window recorded.
 
-    No path (a run without a token): every call is a no-op.
+    No path (a run without a token): every call is a no-op. Under ``isolation="measurements"``
+    shared windows are recorded but take no lock.
     """
 
-    def __init__(self, path: str | Path | None, record: dict | None = None) -> None:
+    def __init__(self, path: str | Path | None, record: dict | None = None, isolation: str = ISOLATE_DEVICE) -> None:
+        if isolation not in ISOLATIONS:
+            raise ValueError(f"measurement isolation {isolation!r}: expected one of {', '.join(ISOLATIONS)}")
         self.record = record if record is not None else {}
         self.mode: str | None = None
+        self.isolation = isolation
         self._token = self._turnstile = None
         if path:
             self._token = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             self._turnstile = os.open(turnstile_of(path), os.O_RDONLY | os.O_CLOEXEC)
-            self.record.update(path=str(path), waited_s=0.0, windows=[])
+            self.record.update(path=str(path), isolation=isolation, waited_s=0.0, windows=[])
 
     def hold(self, mode: str) -> None:
         """Hold the token in ``mode``: from exclusive, step down to shared at once; otherwise let go of the
@@ -72,7 +89,9 @@ class DeviceToken:
         if mode not in (SHARED, EXCLUSIVE):
             raise ValueError(f"device token mode {mode!r}: expected {SHARED!r} or {EXCLUSIVE!r}")
         asked = time.time()
-        if self.mode == EXCLUSIVE:
+        if mode == SHARED and self.isolation == ISOLATE_MEASUREMENTS:
+            self.release()  # shared work excludes nobody here: no lock, only the window
+        elif self.mode == EXCLUSIVE:
             # Stepping down after a measurement: straight to shared, not through the turnstile, so the
             # checks after timing need not queue behind the next measurement (which waits for them).
             self.record["windows"][-1][1] = asked
@@ -94,7 +113,8 @@ class DeviceToken:
         if self.mode is None:
             return
         self.record["windows"][-1][1] = time.time()
-        fcntl.flock(self._token, fcntl.LOCK_UN)
+        if self.mode == EXCLUSIVE or self.isolation == ISOLATE_DEVICE:
+            fcntl.flock(self._token, fcntl.LOCK_UN)
         self.mode = None
 
     def close(self) -> None:

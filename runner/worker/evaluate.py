@@ -10,7 +10,8 @@ candidate is imported (failure: ``compile_error``), built from the same seed as 
 and run on fresh seeded inputs for every trial of every shape, with the allocator poisoned
 before each call (exception: ``runtime_error``; wrong value, shape or dtype: ``incorrect``; a
 runtime integrity check: ``integrity_violation``). A correct candidate is timed against the
-reference on the timed shape, inputs rotating among several sets; then the stream audit, the
+reference on the timed shape, inputs rotating among several sets drawn from a seed picked only
+then (so the candidate cannot have precomputed their answers); then the stream audit, the
 roofline (``faster_than_physics``) and the output of the last timed call (tolerance, then the
 float64 precision bound on its inputs) are judged. The
 result is written atomically; a ``stage`` marker lets the orchestrator say where a crashed
@@ -31,7 +32,7 @@ import torch
 from runner.analysis.roofline import roofline_for
 from runner.static_check import StaticReport, screen_candidate
 from runner.worker.compare import compare_outputs
-from runner.worker.device_token import EXCLUSIVE, SHARED, TOKEN_ENV, WAIT_STAGE, DeviceToken
+from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, SHARED, TOKEN_ENV, WAIT_STAGE, DeviceToken
 from runner.worker.environment import worker_environment
 from runner.worker.integrity import (
     ThreadCensus,
@@ -157,7 +158,8 @@ def evaluate(job: dict, job_dir: Path) -> Result:
         # until the timed samples, which take it exclusive. The stage marker (from which the
         # executors count the time limit) appears once the token is held.
         record = result.environment.setdefault("device_token", {})
-        with DeviceToken(os.environ.get(TOKEN_ENV), record) as token, torch.no_grad():
+        isolation = job.get("measurement_isolation", ISOLATE_DEVICE)
+        with DeviceToken(os.environ.get(TOKEN_ENV), record, isolation) as token, torch.no_grad():
             token.hold(SHARED)
             _run(job, job_dir, device, result, clock, screened, token)
     except _Stop as stop:
@@ -305,9 +307,10 @@ def _run(
     timed_shape = job["timed_shape"]
     dims = task["shapes"][timed_shape]
     settings = TimingSettings(**job["timing"])
+    timed_seed = settings.input_seed if settings.input_seed is not None else _unpredictable_seed()
     reference = _Rotation(build_model(reference_module.Model, reference_module, dims, device, seed))
     candidate = _Rotation(build_model(model_class, reference_module, dims, device, seed))
-    input_sets = _timing_inputs(reference_module, dims, device, _trial_seed(seed, trials), settings)
+    input_sets = _timing_inputs(reference_module, dims, device, timed_seed, settings)
     reference.input_sets = candidate.input_sets = input_sets
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # the set-up's device work is done before the measurement's turn
@@ -321,6 +324,7 @@ def _run(
     finally:
         token.hold(SHARED)
     timing.input_sets = len(input_sets)
+    timing.input_seed = timed_seed
     result.timing = timing
     write_json_atomic(job_dir / OUT_DIR / SAMPLES_FILE, raw)
     clock.mark("checks_after_timing")
@@ -356,7 +360,7 @@ def _run(
         raise _Stop(
             Verdict("integrity_violation", reason, f"the last timed call (input set {index}): {evidence}", "timing")
         )
-    fresh = make_inputs(reference_module, dims, device, seed + 7919)
+    fresh = make_inputs(reference_module, dims, device, timed_seed + 7919)
     for target, source in zip(input_sets[index], fresh):
         if isinstance(target, torch.Tensor):
             target.copy_(source)
@@ -434,6 +438,14 @@ class _Rotation:
         output = self.model(*self.input_sets[index])
         self.last = (index, output)
         return output
+
+
+def _unpredictable_seed() -> int:
+    """A seed drawn from the kernel's random source now. The timed inputs come from it, so a candidate
+    cannot have computed their answers while it was imported or checked (it could predict the
+    configured seed's: tests/adversarial/cases/precomputes_predicted_inputs.py). Rebinding
+    ``os.urandom`` is forbidden by the static screen (``static_monkey_patch``)."""
+    return int.from_bytes(os.urandom(4), "little") >> 1
 
 
 def _trial_seed(seed: int, trial: int) -> int:

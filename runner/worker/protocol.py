@@ -60,6 +60,10 @@ class TimingSettings:
     sync: str = "events"
     graphs: bool = False  # replay each side as a captured CUDA graph (no launch overhead); GPU only
     input_sets: int = 3  # timed calls rotate among this many input sets (caching by pointer fails)
+    # The timed inputs' seed. None: drawn by each evaluation after the candidate's import, so nothing
+    # it computed beforehand can hold their answers (recorded as timing.input_seed). A number makes them
+    # the same in every evaluation, to redo one exactly: a candidate that reads its job can predict them.
+    input_seed: int | None = None
     max_throttled_batches: int = 20  # batches thrown away (heat, hardware slowdown) before giving up
     discard_power_capped: bool = False  # also throw away batches run at the software power cap
 
@@ -106,6 +110,7 @@ class Timing:
     sync: str = "events"
     graphs: str = "off"  # "off", "on", or why capture failed (both sides then ran eagerly)
     input_sets: int = 1
+    input_seed: int | None = None  # the seed of the timed input sets (TimingSettings.input_seed)
     clocks_watched: str = "not available"  # "nvml", or why the clocks were not watched
     sm_clock_mhz: float | None = None  # median SM clock over the kept batches
     throttled_batches: int = 0  # batches discarded because the GPU was slowed by heat or hardware

@@ -64,6 +64,7 @@ def measure_pair(
     batches = 0
     order_log = []
     stop_reason = "max_samples"
+    after = None
     while len(samples["reference"]) < settings.max_samples:
         batches += 1
         order = []
@@ -71,7 +72,9 @@ def measure_pair(
             pair = list(sides)
             rng.shuffle(pair)
             order.extend(pair)
-        before = monitor.read() if monitor.available else None
+        # The reading that closed the last batch opens this one (taken a moment before its first launch):
+        # one NVML read per batch, not two, while the GPU waits for the host.
+        before = after if after is not None else (monitor.read() if monitor.available else None)
         audited = None
         if cuda and settings.sync == "events":
             # Each batch audits one side; the sides alternate from a random start, so both are audited.
@@ -80,9 +83,8 @@ def measure_pair(
             [reference if side == "reference" else candidate for side in order],
             audit={"reference": reference, "candidate": candidate}.get(audited),
         )
-        batch_clock = (
-            monitor.judge(before, monitor.read(), settings.discard_power_capped) if monitor.available else None
-        )
+        after = monitor.read() if monitor.available else None
+        batch_clock = monitor.judge(before, after, settings.discard_power_capped) if monitor.available else None
         if batch_clock is not None and batch_clock.throttled:
             throttled.append({"after_samples": len(samples["reference"]), "why": batch_clock.why})
             if len(throttled) > settings.max_throttled_batches:
