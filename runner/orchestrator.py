@@ -52,6 +52,7 @@ from runner.worker.protocol import (
     Verdict,
     read_stage,
     write_json_atomic,
+    write_text_atomic,
 )
 
 # Stages in which only harness code has run: a crash there is never the candidate's fault.
@@ -130,6 +131,20 @@ def plan(tasks: list[Task], settings: RunSettings) -> list[Evaluation]:
     return evaluations
 
 
+def store_candidate(store: Path, candidate: Candidate) -> Path:
+    """The run's copy of ``candidate`` (one file per content hash), written whole before anyone can read it.
+
+    Evaluations in flight prepare their jobs at once, and the same candidate can serve several
+    (one per method or task): a plain write let another thread copy the file while half written
+    (seen: a reference evaluation whose candidate defined no ModelNew, tests/test_pipeline.py).
+    """
+    store.mkdir(exist_ok=True)
+    stored = store / f"{candidate.content_hash.split(':', 1)[1]}.py"
+    if not stored.exists():
+        write_text_atomic(stored, candidate.source)
+    return stored
+
+
 def _shapes_for(task: Task, wanted: list[str]) -> list[str]:
     present = [name for name in wanted if name in task.shapes]
     return present or [task.shape_names()[0]]
@@ -170,13 +185,9 @@ class Orchestrator:
             shutil.rmtree(job_dir)  # a half-done attempt from before a kill
         (job_dir / OUT_DIR).mkdir(parents=True)
         shutil.copyfile(task.path, job_dir / TASK_FILE)
-        candidate_store = self.run_dir.path / "candidates"
-        candidate_store.mkdir(exist_ok=True)
-        digest = evaluation.candidate.content_hash.split(":", 1)[1]
-        stored = candidate_store / f"{digest}.py"
-        if not stored.exists():
-            stored.write_text(evaluation.candidate.source)
-        shutil.copyfile(stored, job_dir / CANDIDATE_FILE)
+        shutil.copyfile(
+            store_candidate(self.run_dir.path / "candidates", evaluation.candidate), job_dir / CANDIDATE_FILE
+        )
         job = {
             "protocol": PROTOCOL_VERSION,
             "eval_id": evaluation.eval_id,

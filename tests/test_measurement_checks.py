@@ -149,3 +149,22 @@ def test_throttled_batches_are_taken_again_with_one_clock_read_per_batch(monkeyp
     kept_batches = 12 // settings.batch
     assert monitor.reads == kept_batches + 2 + 1  # one read per batch (kept or not) and the first one
     assert set(raw["sm_clock_mhz"]["reference"]) == {1980}
+
+
+def test_quartiles_read_off_sorted_samples_match_the_statistics_module():
+    """The noise after each batch reads quartiles and median off samples kept sorted: the same
+    numbers as ``statistics`` gives, to the last bit, at every count the loop reaches."""
+    import random
+    import statistics
+
+    from runner.worker.timing import _quartiles_of_sorted, _ratio_noise, _relative_median_error
+
+    rng = random.Random(7)
+    for count in [*range(2, 41), 999, 1000, 5000]:
+        values = [rng.lognormvariate(0, 0.3) for _ in range(count)]
+        q1, _, q3 = statistics.quantiles(values, n=4)
+        assert _quartiles_of_sorted(sorted(values)) == (q1, statistics.median(values), q3)
+        if count >= 4:
+            assert _relative_median_error(sorted(values), presorted=True) == _relative_median_error(values)
+    other = [rng.random() for _ in range(100)]
+    assert _ratio_noise(sorted(values), sorted(other), presorted=True) == _ratio_noise(values, other)

@@ -221,3 +221,29 @@ def test_spares_outlive_the_thread_that_asked_for_them(tmp_path: Path):
         assert _alive(spare)
     finally:
         executor.close()
+
+
+def test_a_candidate_shared_by_evaluations_in_flight_is_never_read_half_written(tmp_path: Path):
+    """Regression: evaluations in flight prepare their jobs at once; one of them copied the shared
+    candidate file while another was still writing it, and its candidate "defined no ModelNew".
+    Eight threads store the same 4 MB candidate at the same moment and read it back at once."""
+    import threading
+
+    from runner.methods.base import Candidate
+    from runner.orchestrator import store_candidate
+
+    candidate = Candidate(HONEST_CANDIDATE + "#" * (4 << 20) + "\n", "directory")
+    start = threading.Barrier(8)
+    seen: list[str] = []
+
+    def store_and_read():
+        start.wait(timeout=10)
+        seen.append(store_candidate(tmp_path / "candidates", candidate).read_text())
+
+    threads = [threading.Thread(target=store_and_read) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(seen) == 8 and all(text == candidate.source for text in seen)
+    assert [p.name for p in (tmp_path / "candidates").iterdir()] == [candidate.content_hash[7:] + ".py"]

@@ -169,11 +169,17 @@ class Result:
 
 def write_json_atomic(path: Path, data) -> None:
     """Write JSON to a temporary name in the same folder, fsync, then rename over ``path``."""
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True, default=str))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary name in the same folder, fsync, then rename over ``path``: a reader
+    sees the old file or the whole new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=1, sort_keys=True, default=str)
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
