@@ -347,3 +347,32 @@ def test_the_timed_call_of_a_reduced_precision_task_adds_nothing():
     module = _synthetic(lambda x: x * 2, inputs=lambda: [torch.randn(8, 8, dtype=torch.float16)])
     reason, record = _timed(module, [torch.randn(8, 8, dtype=torch.float16)], lambda model, inputs: model(*inputs))
     assert reason == "" and record == {"status": "not_applicable", "why": record["why"]}
+
+
+def test_the_strict_reference_restores_every_numerics_flag():
+    """The TF32-off run of the reference sets cuDNN's and cuBLAS's flags and puts them back as they were,
+    whatever they were. Test double at the GPU boundary: a device object that says "cuda" (no GPU here;
+    the flags themselves are real and settable on a CPU build)."""
+    import types as pytypes
+
+    from runner.worker.precision import _strict_fp32_outputs
+
+    gpu_double = pytypes.SimpleNamespace(type="cuda")
+    model = torch.nn.Linear(4, 4)
+    saved = (torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision())
+    try:
+        for cudnn_tf32, precision in [(True, "highest"), (False, "high"), (True, "medium")]:
+            torch.backends.cudnn.allow_tf32 = cudnn_tf32
+            torch.set_float32_matmul_precision(precision)
+            state = (cudnn_tf32, torch.backends.cuda.matmul.allow_tf32, precision)
+            (output,) = _strict_fp32_outputs(model, [torch.randn(2, 4)], gpu_double)
+            assert output.shape == (2, 4)
+            assert (
+                torch.backends.cudnn.allow_tf32,
+                torch.backends.cuda.matmul.allow_tf32,
+                torch.get_float32_matmul_precision(),
+            ) == state
+        assert _strict_fp32_outputs(model, [torch.randn(2, 4)], CPU) is None  # nothing runs reduced on a CPU
+    finally:
+        torch.backends.cudnn.allow_tf32, precision = saved
+        torch.set_float32_matmul_precision(precision)

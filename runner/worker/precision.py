@@ -294,22 +294,20 @@ def _strict_fp32_outputs(model, inputs: list, device: torch.device) -> list | No
     None on a CPU, where no library runs fp32 reduced."""
     if device.type != "cuda":
         return None
+    # The flags one by one, as integrity.py resets them (cudnn.flags() would also reset others, and its
+    # signature moves between torch releases); the matmul precision last, since it carries the most.
+    cudnn_tf32 = torch.backends.cudnn.allow_tf32
     matmul_tf32 = torch.backends.cuda.matmul.allow_tf32
     precision = torch.get_float32_matmul_precision()
     try:
+        torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.set_float32_matmul_precision("highest")
-        with torch.backends.cudnn.flags(
-            enabled=torch.backends.cudnn.enabled,
-            benchmark=torch.backends.cudnn.benchmark,
-            deterministic=torch.backends.cudnn.deterministic,
-            allow_tf32=False,
-        ):
-            outputs = as_output_list(model(*inputs))
+        return as_output_list(model(*inputs))
     finally:
+        torch.backends.cudnn.allow_tf32 = cudnn_tf32
         torch.backends.cuda.matmul.allow_tf32 = matmul_tf32
         torch.set_float32_matmul_precision(precision)
-    return outputs
 
 
 def _reference_errors(outputs32: list, answers: list) -> list:
