@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 from runner.analysis.records import job_results
-from runner.worker.device_token import EXCLUSIVE, token_windows
+from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, token_windows
 
 
 def _quantiles(values: list[float]) -> dict:
@@ -57,7 +57,7 @@ def duty(run_dir: Path) -> dict:
     turns = sorted((start, end) for start, end, mode in windows if mode == EXCLUSIVE)
     exclusive = sum(end - start for start, end in turns)
     warmup = float(manifest.get("warmup_s") or 0.0)
-    isolation = sorted({r.environment.get("device_token", {}).get("isolation", "device") for _, r in results})
+    isolation = sorted({r.environment.get("device_token", {}).get("isolation", ISOLATE_DEVICE) for _, r in results})
     return {
         "run": run_dir.name,
         "measurement_isolation": isolation,

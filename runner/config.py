@@ -14,6 +14,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 
 from runner.static_check import IntegrityPolicy
+from runner.worker.device_token import ISOLATE_DEVICE, ISOLATE_MEASUREMENTS
 from runner.worker.protocol import TimingSettings
 
 
@@ -39,8 +40,8 @@ class GpuRequest(str, Enum):
 
 
 class MeasurementIsolation(str, Enum):
-    device = "device"  # nothing of the run runs device work beside a measurement
-    measurements = "measurements"  # measurements exclude each other; unmeasured device work runs beside them
+    device = ISOLATE_DEVICE  # nothing of the run runs device work beside a measurement
+    measurements = ISOLATE_MEASUREMENTS  # measurements exclude each other; unmeasured device work runs beside them
 
 
 class MethodKind(str, Enum):

@@ -39,7 +39,7 @@ from runner.tasks.model import Task
 from runner.tracking.child_record import child_record
 from runner.tracking.journal import Journal
 from runner.tracking.mlflow_sink import MlflowSink, SinkError
-from runner.worker.device_token import EXCLUSIVE, device_token
+from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, device_token
 from runner.worker.protocol import (
     CANDIDATE_FILE,
     JOB_FILE,
@@ -93,7 +93,7 @@ class RunSettings:
     in_flight: int = 1  # evaluations at once per device (their measurements take turns on its token)
     on_unhealthy: str = "proceed"  # the health gate still failing after cooldown: "proceed" (recorded) or "fail"
     cooldown_limit_s: float = 120.0
-    measurement_isolation: str = "device"  # what a measurement excludes (runner/worker/device_token.py)
+    measurement_isolation: str = ISOLATE_DEVICE  # what a measurement excludes (runner/worker/device_token.py)
 
 
 class RunAborted(RuntimeError):

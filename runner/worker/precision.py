@@ -44,6 +44,7 @@ from types import ModuleType
 
 import torch
 
+from runner.worker.integrity import numerics_flags, restore_numerics_flags
 from runner.worker.loading import as_output_list, build_model, make_inputs
 
 # Why 64 x max(reference error, 2^-21). Relative L2 errors against float64, measured on the CPU at
@@ -141,9 +142,9 @@ class PrecisionCheck:
 
     def __init__(self, record: dict) -> None:
         self.record = record  # JSON; the worker puts it into result.integrity["precision"]
-        self._answers: dict[str, list] = {}  # shape -> float64 output per output (None: not compared)
-        self._reference_errors: dict[str, list] = {}
-        self._strict_errors: dict[str, list] = {}
+        # key -> per output: the float64 answer (None: not compared), the fp32 reference's error, and that
+        # reference's error with TF32 off (None where not measured)
+        self._prepared: dict[str, tuple[list, list, list]] = {}
 
     def prepare(
         self,
@@ -168,9 +169,7 @@ class PrecisionCheck:
             message = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             self.record["shapes"][key] = {"not_available": f"the float64 reference failed: {message}"}
             return
-        self._answers[key] = [a if e is not None else None for a, e in zip(answers, errors)]
-        self._reference_errors[key] = errors
-        self._strict_errors[key] = strict
+        self._prepared[key] = ([a if e is not None else None for a, e in zip(answers, errors)], errors, strict)
         self.record["shapes"][key] = {"reference_error": errors}
         if strict32 is not None:
             self.record["shapes"][key]["reference_error_strict"] = strict
@@ -191,11 +190,10 @@ class PrecisionCheck:
         Returns ``(reason, evidence)`` for a violation, else None; records the errors and adds
         ``"precision"`` to ``runtime_checks`` when the comparison ran.
         """
-        answers = self._answers.pop(shape_name, None)  # dropped once used: the memory is the candidate's
-        if answers is None:
+        prepared = self._prepared.pop(shape_name, None)  # dropped once used: the memory is the candidate's
+        if prepared is None:
             return None
-        reference_errors = self._reference_errors[shape_name]
-        strict_errors = self._strict_errors[shape_name]
+        answers, reference_errors, strict_errors = prepared
         errors: list = []
         worst = None
         for index, (answer, reference_error, strict_error) in enumerate(zip(answers, reference_errors, strict_errors)):
@@ -254,7 +252,7 @@ def float64_references(
     for shape_name, dims in shapes.items():
         inputs = make_inputs(module, dims, device, trial_seed)
         check.prepare(shape_name, module, dims, device, seed, inputs, expected[(shape_name, 0)])
-    if not check._answers:
+    if not check._prepared:
         check.record["status"] = "not_available"
     return check
 
@@ -294,20 +292,16 @@ def _strict_fp32_outputs(model, inputs: list, device: torch.device) -> list | No
     None on a CPU, where no library runs fp32 reduced."""
     if device.type != "cuda":
         return None
-    # The flags one by one, as integrity.py resets them (cudnn.flags() would also reset others, and its
-    # signature moves between torch releases); the matmul precision last, since it carries the most.
-    cudnn_tf32 = torch.backends.cudnn.allow_tf32
-    matmul_tf32 = torch.backends.cuda.matmul.allow_tf32
-    precision = torch.get_float32_matmul_precision()
+    # The snapshot and restore the worker's numerics-flag check uses (integrity.py), not cudnn.flags(),
+    # which would also reset other flags and whose signature moves between torch releases.
+    flags = numerics_flags()
     try:
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.set_float32_matmul_precision("highest")
         return as_output_list(model(*inputs))
     finally:
-        torch.backends.cudnn.allow_tf32 = cudnn_tf32
-        torch.backends.cuda.matmul.allow_tf32 = matmul_tf32
-        torch.set_float32_matmul_precision(precision)
+        restore_numerics_flags(flags)
 
 
 def _reference_errors(outputs32: list, answers: list) -> list:
