@@ -114,41 +114,66 @@ def test_embedding_floor_counts_only_what_a_fused_kernel_must_move():
 class _ScriptedNvml(ClockMonitor):
     """Test double at the NVML boundary (no GPU here): readings from a script, every read counted.
 
-    The thermal-violation counter grows during the batches listed in ``hot_batches`` (1-based), so
-    those batches are judged throttled.
+    ``script`` holds one (throttle mask, thermal-violation growth) per read, in order; past its
+    end every reading is cool. Without cool-downs, read 1 opens batch 1 and read k + 1 closes batch k.
     """
 
-    def __init__(self, hot_batches: set[int]) -> None:
+    def __init__(self, script: list[tuple[int, int]]) -> None:
         self.available, self.why = True, ""
         self.reads = 0
-        self.hot_batches = hot_batches
+        self.script = script
         self.thermal_ns = 0
 
     def read(self) -> ClockReading:
+        mask, grew = self.script[self.reads] if self.reads < len(self.script) else (0, 0)
         self.reads += 1
-        # Read 1 opens batch 1; read k + 1 closes batch k (and opens batch k + 1).
-        if self.reads - 1 in self.hot_batches:
-            self.thermal_ns += 1000
-        return _reading(clock=1980, thermal=self.thermal_ns)
+        self.thermal_ns += grew
+        return _reading(clock=1980, mask=mask, thermal=self.thermal_ns)
 
 
-def test_throttled_batches_are_taken_again_with_one_clock_read_per_batch(monkeypatch):
+def _measure_with(monitor, monkeypatch, **overrides):
     import torch
 
     from runner.worker import timing as timing_module
     from runner.worker.protocol import TimingSettings
 
-    monitor = _ScriptedNvml(hot_batches={2, 3})
     monkeypatch.setattr(timing_module, "ClockMonitor", lambda uuid: monitor)
-    settings = TimingSettings(min_samples=4, max_samples=12, batch=2, warmup_ms=0.0, target_noise=0.0, time_cap_s=30)
-    result, raw = timing_module.measure_pair(lambda: None, lambda: None, torch.device("cpu"), settings, "small", 0)
+    options = dict(min_samples=4, max_samples=12, batch=2, warmup_ms=0.0, target_noise=0.0, time_cap_s=30)
+    settings = TimingSettings(**{**options, **overrides})
+    return timing_module.measure_pair(lambda: None, lambda: None, torch.device("cpu"), settings, "small", 0)
+
+
+COOL, HOT = (0, 0), (0, 1000)  # a reading; one during which the thermal-violation counter grew
+
+
+def test_throttled_batches_are_taken_again_with_one_clock_read_per_batch(monkeypatch):
+    # Reads: open b1, close b1, close b2 (hot), cool-down, close b3 (hot), cool-down, then cool.
+    monitor = _ScriptedNvml([COOL, COOL, HOT, COOL, HOT, COOL])
+    result, raw = _measure_with(monitor, monkeypatch)
     assert result.throttled_batches == 2 and all(
         t["why"].startswith("thermal violation") for t in raw["throttled_batches"]
     )
     assert result.reference.samples == result.candidate.samples == 12  # the thrown-away batches were retaken
-    kept_batches = 12 // settings.batch
-    assert monitor.reads == kept_batches + 2 + 1  # one read per batch (kept or not) and the first one
+    kept_batches = 12 // 2
+    assert monitor.reads == 1 + kept_batches + 2 + 2  # the first, one per batch (kept or not), one per cool-down
     assert set(raw["sm_clock_mhz"]["reference"]) == {1980}
+
+
+def test_a_throttled_batch_waits_for_the_slowdown_to_clear_before_it_is_retaken(monkeypatch):
+    slowed = (0x20, 0)  # sw_thermal_slowdown set: the reading that closes batch 1, and three while idle
+    monitor = _ScriptedNvml([COOL, slowed, slowed, slowed, slowed])
+    result, raw = _measure_with(monitor, monkeypatch, cooldown_s=5.0)
+    assert result.throttled_batches == 1 and result.reference.samples == 12
+    assert 0.15 <= result.cooled_s < 5.0  # four polls of 50 ms, the last one cool
+    assert monitor.reads == 1 + 1 + 4 + 6  # the cool reading that ended the wait opened the retaken batch
+
+
+def test_a_gpu_that_never_cools_is_the_gpus_failure_not_the_candidates(monkeypatch, tmp_path):
+    from runner.worker.timing import GpuThrottled
+
+    always = _ScriptedNvml([(0x20, 0)] * 10_000)
+    with pytest.raises(GpuThrottled, match="slowed in all 4 batches"):
+        _measure_with(always, monkeypatch, cooldown_s=0.06, max_throttled_batches=3)
 
 
 def test_quartiles_read_off_sorted_samples_match_the_statistics_module():
@@ -168,3 +193,49 @@ def test_quartiles_read_off_sorted_samples_match_the_statistics_module():
             assert _relative_median_error(sorted(values), presorted=True) == _relative_median_error(values)
     other = [rng.random() for _ in range(100)]
     assert _ratio_noise(sorted(values), sorted(other), presorted=True) == _ratio_noise(values, other)
+
+
+_SCALE_TASK = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2.0
+
+def get_inputs(n):
+    return [torch.randn(n)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_measurement_the_gpu_spoiled_ends_infra_error_not_the_candidates_runtime_error(monkeypatch, tmp_path):
+    """The whole evaluation, in this process, with NVML's test double always showing a thermal slowdown."""
+    from runner.worker import timing as timing_module
+    from runner.worker.evaluate import evaluate
+    from runner.worker.protocol import TimingSettings
+
+    always = _ScriptedNvml([(0x20, 0)] * 10_000)
+    monkeypatch.setattr(timing_module, "ClockMonitor", lambda uuid: always)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "task.py").write_text(_SCALE_TASK)
+    (tmp_path / "candidate.py").write_text(_SCALE_TASK.replace("class Model(", "class ModelNew("))
+    settings = TimingSettings(batch=2, warmup_ms=0.0, cooldown_s=0.06, max_throttled_batches=2)
+    job = {
+        "eval_id": "e1",
+        "task": {"task_id": "scale", "content_hash": "sha256:t", "shapes": {"small": {"n": 64}, "perf": {"n": 256}}},
+        "candidate_hash": "sha256:c",
+        "device": "cpu",
+        "seed": 42,
+        "trials": 2,
+        "check_shapes": ["small"],
+        "timed_shape": "perf",
+        "timing": settings.__dict__,
+        "integrity_policy": "allow_torch",
+    }
+    result = evaluate(job, tmp_path)
+    assert (result.verdict.status, result.verdict.reason) == ("infra_error", "gpu_throttled"), result.verdict
+    assert "slowed in all 3 batches" in result.verdict.message
+    assert [trial.ok for trial in result.trials] == [True, True]  # correctness had passed

@@ -62,7 +62,7 @@ from runner.worker.protocol import (
     read_job,
     write_json_atomic,
 )
-from runner.worker.timing import measure_pair
+from runner.worker.timing import GpuThrottled, measure_pair
 
 _COMPILE_ERROR_TYPES = ("CompilationError", "BackendCompilerFailed", "InductorError", "CompileError")
 
@@ -319,6 +319,8 @@ def _run(
     clock.mark("timing")
     try:
         timing, raw = measure_pair(reference, candidate, device, settings, timed_shape, seed)
+    except GpuThrottled as exc:  # the GPU's fault, not the candidate's: no verdict on its speed
+        raise _Stop(Verdict("infra_error", "gpu_throttled", str(exc)[:500], "timing")) from None
     except Exception as exc:
         raise _Stop(_failure("runtime_error", "timing_failed", exc, "timing")) from None
     finally:

@@ -65,6 +65,9 @@ class TimingSettings:
     # the same in every evaluation, to redo one exactly: a candidate that reads its job can predict them.
     input_seed: int | None = None
     max_throttled_batches: int = 20  # batches thrown away (heat, hardware slowdown) before giving up
+    # After a throttled batch the GPU idles (the measurement keeps its turn) until NVML shows no
+    # thermal or hardware slowdown, for at most this long, before the batch is taken again.
+    cooldown_s: float = 2.0
     discard_power_capped: bool = False  # also throw away batches run at the software power cap
 
 
@@ -114,6 +117,7 @@ class Timing:
     clocks_watched: str = "not available"  # "nvml", or why the clocks were not watched
     sm_clock_mhz: float | None = None  # median SM clock over the kept batches
     throttled_batches: int = 0  # batches discarded because the GPU was slowed by heat or hardware
+    cooled_s: float = 0.0  # idle seconds after throttled batches, waiting for the slowdown to clear
     power_capped_batches: int = 0  # kept batches during which the GPU ran at its software power cap
     sync_gap_ms: dict = field(default_factory=dict)  # per side: synchronised audit minus event median
     window: list = field(default_factory=list)  # [start, end] of the timing loop, epoch seconds (lock audits)

@@ -10,8 +10,10 @@ like nvbench's ``--min-time``, a minimum measured time per side), or at a sample
 On a CPU the same loop runs on the host clock.
 
 Around every batch the GPU's clocks are read (``clocks.py``): a batch slowed by heat or a
-hardware slowdown is thrown away and taken again (power-capped batches are counted, and
-thrown away too with ``discard_power_capped``); each kept sample records its SM clock. Each batch also
+hardware slowdown is thrown away and taken again once the slowdown has cleared (the GPU idles
+up to ``cooldown_s`` for that; a measurement that keeps no batch raises ``GpuThrottled``: the
+GPU's failure, not the candidate's). Power-capped batches are counted, and thrown away too with
+``discard_power_capped``. Each kept sample records its SM clock. Each batch also
 ends with one audit call of a side chosen at random, closed by a device-wide synchronisation:
 the gap between the audited and the event-timed medians exposes work left running on another
 stream (``sync_gap_ms``; judged in ``integrity.py``). ``sync="device"`` closes every sample that
@@ -28,8 +30,13 @@ import time
 
 import torch
 
-from runner.worker.clocks import ClockMonitor, device_uuid
+from runner.gpu.nvml import HARMFUL_THROTTLE
+from runner.worker.clocks import SW_POWER_CAP, ClockMonitor, device_uuid
 from runner.worker.protocol import Timing, TimingSettings, TimingSummary
+
+
+class GpuThrottled(RuntimeError):
+    """No batch of samples ran at full speed: the GPU's fault (heat, hardware slowdown), not the candidate's."""
 
 
 def measure_pair(
@@ -63,6 +70,7 @@ def measure_pair(
     clocks = {side: [] for side in sides}
     audits = {side: [] for side in sides}
     throttled: list[dict] = []
+    cooled = 0.0
     power_capped = 0
     first_audited = rng.randrange(2)
     batches = 0
@@ -91,10 +99,14 @@ def measure_pair(
         batch_clock = monitor.judge(before, after, settings.discard_power_capped) if monitor.available else None
         if batch_clock is not None and batch_clock.throttled:
             throttled.append({"after_samples": len(samples["reference"]), "why": batch_clock.why})
-            if len(throttled) > settings.max_throttled_batches:
+            if len(throttled) > settings.max_throttled_batches or time.perf_counter() - started > settings.time_cap_s:
                 stop_reason = "throttled"
                 break
-            continue  # thrown away and taken again
+            # Thrown away and taken again once the slowdown has cleared; the reading that ends the
+            # cool-down opens the next batch, so heat counted while idle is not charged to it.
+            after, idle = _cool_down(monitor, settings.cooldown_s)
+            cooled += idle
+            continue
         power_capped += bool(batch_clock and batch_clock.power_capped)
         for side, elapsed in zip(order, times):
             samples[side].append(elapsed)
@@ -114,7 +126,10 @@ def measure_pair(
             stop_reason = "time_cap"
             break
     if not samples["reference"]:
-        raise RuntimeError(f"no sample kept: the GPU was throttled in every batch ({throttled[-1]['why']})")
+        raise GpuThrottled(
+            f"no sample kept: the GPU was slowed in all {len(throttled)} batches, {cooled:.1f} s of cool-down "
+            f"between them did not help ({throttled[-1]['why']})"
+        )
     wall = time.perf_counter() - started
     ref = _summarise(samples["reference"])
     cand = _summarise(samples["candidate"])
@@ -135,6 +150,7 @@ def measure_pair(
         clocks_watched="nvml" if monitor.available else monitor.why,
         sm_clock_mhz=statistics.median(kept_clocks) if kept_clocks else None,
         throttled_batches=len(throttled),
+        cooled_s=round(cooled, 3),
         power_capped_batches=power_capped,
         sync_gap_ms={
             side: statistics.median(audits[side]) - statistics.median(samples[side]) for side in sides if audits[side]
@@ -286,3 +302,15 @@ class _CudaSampler:
         torch.cuda.synchronize(self.device)
         times = [start.elapsed_time(end) for start, end in pairs[: len(fns)]]
         return times, pairs[len(fns)][0].elapsed_time(pairs[len(fns)][1]) if audit is not None else None
+
+
+def _cool_down(monitor, limit_s: float, poll_s: float = 0.05):
+    """Idle until NVML shows no thermal or hardware slowdown, at most ``limit_s``; returns the last
+    reading and the seconds waited. Reads at least once."""
+    started = time.perf_counter()
+    while True:
+        time.sleep(poll_s)
+        reading = monitor.read()
+        waited = time.perf_counter() - started
+        if not reading.throttle_mask & HARMFUL_THROTTLE & ~SW_POWER_CAP or waited >= limit_s:
+            return reading, waited

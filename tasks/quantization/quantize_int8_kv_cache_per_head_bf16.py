@@ -16,11 +16,12 @@ KBENCH = {
     },
     "flops": "2 * 5 * tokens * kv_heads * head_dim",
     "bytes": "2 * (3 * tokens * kv_heads * head_dim + 4 * tokens * kv_heads)",
-    # Numerics contract (exact), for K and V alike: in fp32, scale[t, h] = amax(|x[t, h, :]|) /
-    # 127.0 (one IEEE division); q = clamp(round_half_even(x / scale[t, h]), -127, 127). A kernel
-    # must divide by the scale: multiplying by its reciprocal is off by one fp32 ulp at times,
-    # which gives a q off by one where x / scale lies at or next to a .5 boundary.
-    "tolerance": {"atol": 0.0, "rtol": 0.0},
+    # Numerics contract (integer output), for K and V alike: in fp32, scale[t, h] = amax(|x[t, h, :]|)
+    # / 127.0; q = clamp(round_half_even(x / scale[t, h]), -127, 127). At most 0.1% of the q may
+    # differ from the reference: where x / scale lies within an ulp of a .5 boundary,
+    # x * (1 / scale) and Triton's default (approximate) fp32 division round differently
+    # (torch.compile on an H100: 2 of 4096 q off by one at the small shape).
+    "tolerance": {"atol": 0, "rtol": 0, "mismatch_fraction": 0.001},
     "source": "int8 KV cache with per-token, per-head scales (LMDeploy kv int8, vLLM/TensorRT-LLM int8 KV)",
 }
 

@@ -16,11 +16,12 @@ KBENCH = {
     },
     "flops": "5 * tokens * hidden",
     "bytes": "2 * tokens * hidden + tokens * hidden + 4 * tokens",
-    # Numerics contract (exact): in fp32, scale[t] = amax(|x[t, :]|) / 127.0 (one IEEE division);
-    # q = clamp(round_half_even(x / scale[t]), -127, 127). A kernel must divide by the scale:
-    # multiplying by its reciprocal is off by one fp32 ulp at times, which gives a q off by
-    # one where x / scale lies at or next to a .5 boundary (~1 in 4000 values here).
-    "tolerance": {"atol": 0.0, "rtol": 0.0},
+    # Numerics contract (integer output): in fp32, scale[t] = amax(|x[t, :]|) / 127.0;
+    # q = clamp(round_half_even(x / scale[t]), -127, 127). At most 0.1% of the q may differ from
+    # the reference: where x / scale lies within an ulp of a .5 boundary (~1 in 4000 values here),
+    # x * (1 / scale) and Triton's default (approximate) fp32 division round differently
+    # (torch.compile on an H100: 2 of 16384 q off by one at the small shape).
+    "tolerance": {"atol": 0, "rtol": 0, "mismatch_fraction": 0.001},
     "source": "vLLM dynamic_per_token_scaled_int8 / SmoothQuant W8A8 per-token activation quantization",
 }
 
