@@ -2,7 +2,8 @@
 
 The timing engine reads this monitor before and after every batch. A batch during which the
 GPU was slowed by heat or by a hardware slowdown (NVML's thermal violation counter grew, or a
-thermal/hardware throttle reason was set at either end) is thrown away and sampled again.
+thermal/hardware throttle reason was set at either end) is thrown away and sampled again once
+``cool_down`` has seen the slowdown clear.
 Running at the software power cap is different: a heavy GEMM on an H100 sits at its power
 limit in every batch (measured: 37.8 ms of power violation per batch at 700 W), so that is the
 kernel's real steady state; such batches are kept and counted (``power_capped``) unless the
@@ -15,6 +16,7 @@ result says so rather than pretending the clocks were watched.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from runner.gpu.nvml import HARMFUL_THROTTLE, _nvml, throttle_names
@@ -70,7 +72,7 @@ class ClockMonitor:
         mask = before.throttle_mask | after.throttle_mask
         power_grew = after.power_violation_ns > before.power_violation_ns
         reasons = []
-        harmful = mask & HARMFUL_THROTTLE & ~(0 if discard_power_capped else SW_POWER_CAP)
+        harmful = _slowdown(mask, discard_power_capped)
         if harmful:
             reasons.append("throttle: " + ",".join(throttle_names(harmful)))
         if discard_power_capped and power_grew:
@@ -79,6 +81,23 @@ class ClockMonitor:
             thermal_ms = (after.thermal_violation_ns - before.thermal_violation_ns) / 1e6
             reasons.append(f"thermal violation {thermal_ms:.3f} ms")
         return BatchClocks(clock, bool(reasons), "; ".join(reasons), bool(mask & SW_POWER_CAP) or power_grew)
+
+    def cool_down(self, limit_s: float, poll_s: float = 0.05) -> tuple[ClockReading, float]:
+        """Idle until no thermal or hardware slowdown is set, at most ``limit_s``; the last reading and
+        the seconds waited. Reads at least once."""
+        started = time.perf_counter()
+        while True:
+            time.sleep(poll_s)
+            reading = self.read()
+            waited = time.perf_counter() - started
+            if not _slowdown(reading.throttle_mask) or waited >= limit_s:
+                return reading, waited
+
+
+def _slowdown(mask: int, discard_power_capped: bool = False) -> int:
+    """The throttle reasons in ``mask`` that spoil a batch: heat and hardware slowdowns, and the
+    software power cap only when asked."""
+    return mask & HARMFUL_THROTTLE & ~(0 if discard_power_capped else SW_POWER_CAP)
 
 
 def _violation_ns(nv, handle, policy) -> int:

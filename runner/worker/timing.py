@@ -30,8 +30,7 @@ import time
 
 import torch
 
-from runner.gpu.nvml import HARMFUL_THROTTLE
-from runner.worker.clocks import SW_POWER_CAP, ClockMonitor, device_uuid
+from runner.worker.clocks import ClockMonitor, device_uuid
 from runner.worker.protocol import Timing, TimingSettings, TimingSummary
 
 
@@ -104,7 +103,7 @@ def measure_pair(
                 break
             # Thrown away and taken again once the slowdown has cleared; the reading that ends the
             # cool-down opens the next batch, so heat counted while idle is not charged to it.
-            after, idle = _cool_down(monitor, settings.cooldown_s)
+            after, idle = monitor.cool_down(settings.cooldown_s)
             cooled += idle
             continue
         power_capped += bool(batch_clock and batch_clock.power_capped)
@@ -141,7 +140,7 @@ def measure_pair(
         reference=ref,
         candidate=cand,
         speedup=ref.median_ms / cand.median_ms if cand.median_ms > 0 else math.inf,
-        ratio_noise=_ratio_noise(samples["reference"], samples["candidate"]),
+        ratio_noise=_ratio_noise(ordered["reference"], ordered["candidate"], presorted=True),
         measured_s=(sum(samples["reference"]) + sum(samples["candidate"])) / 1000.0,
         wall_s=wall,
         stop_reason=stop_reason,
@@ -302,15 +301,3 @@ class _CudaSampler:
         torch.cuda.synchronize(self.device)
         times = [start.elapsed_time(end) for start, end in pairs[: len(fns)]]
         return times, pairs[len(fns)][0].elapsed_time(pairs[len(fns)][1]) if audit is not None else None
-
-
-def _cool_down(monitor, limit_s: float, poll_s: float = 0.05):
-    """Idle until NVML shows no thermal or hardware slowdown, at most ``limit_s``; returns the last
-    reading and the seconds waited. Reads at least once."""
-    started = time.perf_counter()
-    while True:
-        time.sleep(poll_s)
-        reading = monitor.read()
-        waited = time.perf_counter() - started
-        if not reading.throttle_mask & HARMFUL_THROTTLE & ~SW_POWER_CAP or waited >= limit_s:
-            return reading, waited
