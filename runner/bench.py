@@ -47,35 +47,46 @@ def _quantiles(values: list[float]) -> dict:
 def duty(run_dir: Path) -> dict:
     """Measured time over wall time; and where the rest went: the device phases (the GPU's work token
     held by some evaluation, see ``runner/worker/device_token.py``), the measurements' exclusive turns
-    and the compile warm-up."""
+    and the compile warm-up.
+
+    With several GPUs (``hardware.gpus``) each has its own token, a lane: turns on different GPUs
+    may overlap (that is the point), so the turns and phases are judged per lane, and the shares
+    are of the lanes' wall time together (``wall_s`` times the number of lanes)."""
     manifest = json.loads((run_dir / "manifest.json").read_text())
     results = job_results(run_dir)
     measured = sum(r.timing.measured_s for _, r in results if r.timing)
     wall = float(manifest.get("wall_s") or 0.0)
-    windows = [w for _, r in results for w in token_windows(r.environment.get("device_token", {}))]
-    device_phases = _union_seconds([(start, end) for start, end, _ in windows])
-    turns = sorted((start, end) for start, end, mode in windows if mode == EXCLUSIVE)
-    exclusive = sum(end - start for start, end in turns)
+    lanes: dict[str, list] = {}
+    for _, r in results:
+        record = r.environment.get("device_token", {})
+        lanes.setdefault(record.get("path", ""), []).extend(token_windows(record))
+    lane_wall = wall * max(1, len(lanes))
+    device_phases = sum(_union_seconds([(start, end) for start, end, _ in w]) for w in lanes.values())
+    turns = {lane: sorted((start, end) for start, end, mode in w if mode == EXCLUSIVE) for lane, w in lanes.items()}
+    exclusive = sum(end - start for lane_turns in turns.values() for start, end in lane_turns)
     warmup = float(manifest.get("warmup_s") or 0.0)
     isolation = sorted({r.environment.get("device_token", {}).get("isolation", ISOLATE_DEVICE) for _, r in results})
     return {
         "run": run_dir.name,
         "measurement_isolation": isolation,
+        "lanes": len(lanes),
         "evaluations": len(results),
         "wall_s": wall,
         "measured_s": measured,
-        "duty_pct": 100 * measured / wall if wall else None,
+        "duty_pct": 100 * measured / lane_wall if wall else None,
         "evaluations_per_min": 60 * len(results) / wall if wall else None,
-        # The wall time during which some evaluation held the token (shared phases overlap: counted once).
+        # The wall time during which some evaluation held a lane's token (shared phases overlap:
+        # counted once per lane), summed over the lanes.
         "device_phases_s": device_phases,
         "exclusive_s": exclusive,
-        # The share of the wall time during which some measurement had its turn.
-        "measuring_pct": 100 * exclusive / wall if wall else None,
-        # Two measurements' turns overlapping: never, under either isolation (evidence, not assumed).
-        "overlapping_turns": _overlapping(turns),
+        # The share of the lanes' wall time during which some measurement had its turn.
+        "measuring_pct": 100 * exclusive / lane_wall if wall else None,
+        # Two measurements' turns on one GPU overlapping: never, under either isolation (evidence, not assumed).
+        "overlapping_turns": sum(_overlapping(lane_turns) for lane_turns in turns.values()),
         "warmup_s": warmup,
-        # The share of the wall time during which the GPU was reserved for some device work.
-        "device_reserved_pct": 100 * (device_phases + warmup) / wall if wall else None,
+        # The share of the lanes' wall time during which their GPU was reserved for some device work
+        # (the compile warm-up, before the evaluations, reserves every lane).
+        "device_reserved_pct": 100 * (device_phases / max(1, len(lanes)) + warmup) / wall if wall else None,
         "measured_of_device_phases_pct": 100 * measured / device_phases if device_phases else None,
         "measured_of_exclusive_pct": 100 * measured / exclusive if exclusive else None,
     }

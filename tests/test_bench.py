@@ -76,3 +76,32 @@ def test_ncu_csv_is_summed_per_nvtx_range_and_compared(two_passes, tmp_path: Pat
     (gelu,) = figures["tasks"]
     assert gelu["task"] == "gelu_tanh" and abs(gelu["diff_pct"]) < 0.01
     assert figures["max_abs_diff_pct"] == pytest.approx(abs(gelu["diff_pct"]))
+
+
+def test_duty_judges_turns_per_gpu_lane(two_passes, tmp_path: Path):
+    """With ``hardware.gpus=[0,1]`` each GPU has its own token: measurements on two GPUs at once are
+    the point, measurements on one GPU at once a failure. The run's two results are put on the
+    same stretch of time (the second's windows moved so that both measurements start together), first on two lanes, then on one."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(two_passes[0], run)
+    first, second = sorted(run.glob("jobs/*/out/result.json"))
+
+    def turn_start(record: dict) -> float:
+        return next(start for start, _, mode in record["windows"] if mode == "exclusive")
+
+    anchor = turn_start(json.loads(first.read_text())["environment"]["device_token"])
+    data = json.loads(second.read_text())
+    record = data["environment"]["device_token"]
+    shift = turn_start(record) - anchor  # the second's measurement starts when the first's does
+    record["windows"] = [[start - shift, end - shift, mode] for start, end, mode in record["windows"]]
+    own_path = json.loads(first.read_text())["environment"]["device_token"]["path"]
+    for path, lanes, overlapping in (("another GPU's token", 2, 0), (own_path, 1, 1)):
+        record["path"] = path
+        second.write_text(json.dumps(data))
+        figures = duty(run)
+        assert (figures["lanes"], figures["overlapping_turns"]) == (lanes, overlapping)
+        assert figures["duty_pct"] == pytest.approx(100 * figures["measured_s"] / (lanes * figures["wall_s"]))
+    single = duty(two_passes[0])
+    assert single["lanes"] == 1 and single["overlapping_turns"] == 0

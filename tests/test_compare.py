@@ -68,3 +68,28 @@ def test_mismatch_fraction_allows_few_ties_never_many():
     nan = floats.clone()
     nan[0] = float("nan")
     assert not compare_outputs([floats], [nan], {"mismatch_fraction": 0.001}).ok  # NaN patterns stay exact
+
+
+def test_complex_outputs_compare_their_imaginary_parts():
+    """A complex output that differs only in its imaginary part is wrong (the comparison once cast
+    complex values to float64, which drops the imaginary part)."""
+    ref = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64)
+    assert compare_outputs([ref], [ref.clone()], None).ok
+    assert not compare_outputs([ref], [torch.tensor([1 + 2j, 3 + 1j], dtype=torch.complex64)], None).ok
+    off = compare_outputs([ref], [torch.tensor([1 + 2j, 3 - 1.5j], dtype=torch.complex64)], None)
+    assert not off.ok and off.max_abs_error == 0.5
+
+
+def test_half_precision_bounds_and_errors_match_a_float64_judgement():
+    """16-bit outputs are judged in float32: the same elements fall outside the bound as in float64,
+    and the reported errors agree, over many random pairs and every chunk."""
+    generator = torch.Generator().manual_seed(0)
+    for dtype in (torch.float16, torch.bfloat16):
+        ref = torch.randn(4096, generator=generator).to(dtype)
+        got = (ref.float() * (1 + 0.02 * torch.randn(4096, generator=generator))).to(dtype)
+        r, g = ref.double(), got.double()
+        diff = (g - r).abs()
+        expected = int((diff > 1e-2 + 1e-2 * r.abs()).sum())
+        result = compare_outputs([ref], [got], None)
+        assert result.mismatched == expected > 0
+        assert result.max_abs_error == float(diff.max())

@@ -376,3 +376,17 @@ def test_the_strict_reference_restores_every_numerics_flag():
     finally:
         torch.backends.cudnn.allow_tf32, precision = saved
         torch.set_float32_matmul_precision(precision)
+
+
+def test_relative_error_skips_non_finite_elements_and_leaves_its_inputs_alone():
+    """Elements not finite in both are left out of both norms; float64 inputs (the answers are
+    float64, and ``.double()`` of those is the same tensor) come back unchanged."""
+    from runner.worker.precision import relative_error
+
+    answer = torch.tensor([3.0, float("inf"), 4.0, 1.0], dtype=torch.float64)
+    value = torch.tensor([3.0, 2.0, 4.0, float("nan")], dtype=torch.float64)
+    before = (answer.clone(), value.clone())
+    assert relative_error(value, answer) == 0.0
+    assert torch.equal(answer, before[0]) and torch.equal(value.isnan(), before[1].isnan())
+    assert relative_error(torch.tensor([0.0, 0.0, 5.0, 1.0]), answer) == pytest.approx((10 / 26) ** 0.5)
+    assert relative_error(torch.zeros(2), torch.zeros(2, dtype=torch.float64)) is None

@@ -96,14 +96,17 @@ def relative_error(value: torch.Tensor, reference: torch.Tensor) -> float | None
     NaN and infinity patterns are the ordinary tolerance's business, checked before this.
     """
     v, r = value.detach().reshape(-1), reference.detach().reshape(-1)
-    squared_error = squared_norm = 0.0
+    sums = torch.zeros(2, dtype=torch.float64, device=r.device)  # squared error, squared norm: read once, at the end
     for start in range(0, r.numel(), _CHUNK):
         rc = r[start : start + _CHUNK].double()
         vc = v[start : start + _CHUNK].to(rc.device).double()
-        keep = torch.isfinite(rc) & torch.isfinite(vc)
-        rc, vc = rc[keep], vc[keep]
-        squared_error += float((vc - rc).square().sum())
-        squared_norm += float(rc.square().sum())
+        drop = ~(torch.isfinite(rc) & torch.isfinite(vc))
+        rc, vc = (
+            rc.masked_fill(drop, 0.0),
+            vc.masked_fill(drop, 0.0),
+        )  # not in place: .double() of float64 is the caller's tensor
+        sums += torch.stack([(vc - rc).square().sum(), rc.square().sum()])
+    squared_error, squared_norm = sums.tolist()
     if squared_norm == 0.0:
         return None
     return math.sqrt(squared_error / squared_norm)

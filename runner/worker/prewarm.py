@@ -1,0 +1,89 @@
+"""What a spare worker pays before it knows its job: torch.compile's first-use costs in a process.
+
+Measured on the H100 (``cProfile`` of a worker's correctness stage, torch 2.11): a torch.compile
+candidate's first call spent about 1.5 s of host time, GPU idle, on work that every process
+repeats and no cache keeps: importing ~130 inductor modules, hashing Triton's and torch's sources
+for the cache keys, and registering the pattern matcher's replacement patterns. Inside the
+evaluation that time holds the device's token and keeps a measurement waiting; in a spare it
+overlaps the evaluations before it. Every step here is host work: the patterns are traced under
+a fake tensor mode, nothing is allocated on or launched to the GPU. Each step is timed and
+recorded; one that this torch does not have, or that fails, is recorded as not done, never an error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+
+import torch
+
+# The modules a torch.compile of CUDA code imports on its first call (seen in the profile; the
+# rest of inductor comes with ``torch._inductor.compile_fx``, which every spare imports).
+_MODULES = (
+    "torch._dynamo.backends.inductor",
+    "torch._inductor.codegen.triton",
+    "torch._inductor.codegen.cuda_combined_scheduling",
+    "torch._inductor.codegen.wrapper",
+    "torch._inductor.runtime.triton_heuristics",
+    "torch._inductor.scheduler",
+    "torch._inductor.graph",
+    "torch._inductor.fx_passes.joint_graph",
+    "torch._inductor.fx_passes.post_grad",
+    "torch._inductor.fx_passes.fuse_attention",
+    "torch._inductor.fx_passes.pad_mm",
+    "torch._functorch._aot_autograd.autograd_cache",
+    "torch.export._trace",
+    "torch.fx.experimental.validator",
+)
+
+# What has been done in this process: {step: seconds, or "missing: why"}; copied into each result.
+PREWARMED: dict = {}
+
+
+def prewarm_compiler(device: torch.device | None) -> dict:
+    """Pay torch.compile's per-process costs now; ``device``: the device the job will compile for
+    (None: only the imports and torch's source key). Never raises: see ``_step``."""
+    for name in _MODULES:
+        _step(f"import {name}", lambda name=name: importlib.import_module(name))
+    _step("torch_key", lambda: _codecache().torch_key())
+    if device is None:
+        return PREWARMED
+    if device.type == "cuda":
+        # Triton's source key and the GPU's description: the cache keys' system part (cached, as here).
+        _step("system key", lambda: _codecache().CacheBase.get_system())
+
+    # The arguments inductor passes, since its registration is cached on them (other ones would
+    # register every pattern a second time): the inputs' device for the joint-graph patterns, none
+    # for the post-grad ones.
+    def joint_graph_patterns():
+        from torch._inductor.fx_passes import joint_graph
+
+        joint_graph.lazy_init(device)
+
+    def post_grad_patterns():
+        from torch._inductor.fx_passes import post_grad
+
+        post_grad.lazy_init()
+
+    _step("joint_graph patterns", joint_graph_patterns)
+    _step("post_grad patterns", post_grad_patterns)
+    return PREWARMED
+
+
+def _codecache():
+    from torch._inductor import codecache
+
+    return codecache
+
+
+def _step(name: str, action) -> None:
+    """Runs one step and records its seconds, or why it did not run. A step that fails costs the job
+    only the time it would have paid anyway: the pre-warm is a head start, never a precondition,
+    so no failure here may take the spare down (each is in every result's ``spare_prewarm_s``)."""
+    started = time.perf_counter()
+    try:
+        action()
+    except Exception as exc:
+        PREWARMED[name] = f"not done: {type(exc).__name__}: {exc}"[:200]
+        return
+    PREWARMED[name] = round(time.perf_counter() - started, 4)

@@ -1,0 +1,78 @@
+"""A spare's torch.compile pre-warm (runner/worker/prewarm.py): host work that a compile later reuses.
+
+Runs in a fresh interpreter, as a spare is one: the pre-warm, then a real torch.compile on the CPU
+(inductor's C++ backend here; the GPU path passes the CUDA device the same way). The pattern
+registration must be the one the compile uses (registered once, found in the cache), and the
+compiled function must still compute what eager PyTorch computes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+_CHILD = r"""
+import json, torch
+from runner.worker.prewarm import prewarm_compiler
+from torch._inductor.fx_passes import joint_graph, post_grad
+record = prewarm_compiler(torch.device("cpu"))
+registered = (joint_graph.lazy_init.cache_info().currsize, post_grad.lazy_init.cache_info().currsize)
+f = lambda x, w: torch.softmax(x @ w, dim=-1) * 2 + 1
+x, w = torch.randn(8, 16), torch.randn(16, 4)
+same = torch.allclose(torch.compile(f)(x, w), f(x, w), atol=1e-6)
+print(json.dumps({
+    "record": record, "registered": registered, "same": same,
+    "after": (joint_graph.lazy_init.cache_info().currsize, post_grad.lazy_init.cache_info().currsize),
+    "hits": (joint_graph.lazy_init.cache_info().hits, post_grad.lazy_init.cache_info().hits),
+}))
+"""
+
+
+def test_prewarm_registers_what_the_compile_then_reuses(tmp_path):
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO),
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    record = out["record"]
+    assert all(isinstance(v, float) for v in record.values()), record  # every step ran on this torch
+    assert {"torch_key", "joint_graph patterns", "post_grad patterns"} <= set(record)
+    assert out["registered"] == [1, 1]
+    assert out["after"] == [1, 1] and min(out["hits"]) >= 1  # the compile found them: registered once
+    assert out["same"]
+
+
+_CUDA_ON_A_CPU_BUILD = r"""
+import json, torch
+from runner.worker.prewarm import prewarm_compiler
+assert not torch.cuda.is_available()
+print(json.dumps(prewarm_compiler(torch.device("cuda", 0))))
+"""
+
+
+def test_a_failing_step_is_recorded_and_the_spare_lives(tmp_path):
+    """A spare must never die of its pre-warm (one did, on torch 2.11, where a name the pre-warm
+    looked up did not exist: every evaluation of the run ended ``harness_failed``). Asked for the
+    CUDA device on a build without CUDA, the steps that need it fail, are recorded as not done,
+    and the call returns."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _CUDA_ON_A_CPU_BUILD], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
+    if "AssertionError" in proc.stderr:
+        pytest.skip("this build has CUDA")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert record["joint_graph patterns"].startswith("not done: RuntimeError")
+    assert isinstance(record["torch_key"], float)
