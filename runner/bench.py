@@ -60,7 +60,9 @@ def duty(run_dir: Path) -> dict:
     for _, r in results:
         record = r.environment.get("device_token", {})
         lanes.setdefault(record.get("path", ""), []).extend(token_windows(record))
-    lane_wall = wall * max(1, len(lanes))
+    # The run's lanes (a GPU given no evaluation still had its wall time), at least those seen.
+    lane_count = max(int(manifest.get("lanes") or 1), len(lanes))
+    lane_wall = wall * lane_count
     device_phases = sum(_union_seconds([(start, end) for start, end, _ in w]) for w in lanes.values())
     turns = {lane: sorted((start, end) for start, end, mode in w if mode == EXCLUSIVE) for lane, w in lanes.items()}
     exclusive = sum(end - start for lane_turns in turns.values() for start, end in lane_turns)
@@ -69,7 +71,7 @@ def duty(run_dir: Path) -> dict:
     return {
         "run": run_dir.name,
         "measurement_isolation": isolation,
-        "lanes": len(lanes),
+        "lanes": lane_count,
         "evaluations": len(results),
         "wall_s": wall,
         "measured_s": measured,
@@ -86,7 +88,7 @@ def duty(run_dir: Path) -> dict:
         "warmup_s": warmup,
         # The share of the lanes' wall time during which their GPU was reserved for some device work
         # (the compile warm-up, before the evaluations, reserves every lane).
-        "device_reserved_pct": 100 * (device_phases / max(1, len(lanes)) + warmup) / wall if wall else None,
+        "device_reserved_pct": 100 * (device_phases / lane_count + warmup) / wall if wall else None,
         "measured_of_device_phases_pct": 100 * measured / device_phases if device_phases else None,
         "measured_of_exclusive_pct": 100 * measured / exclusive if exclusive else None,
     }

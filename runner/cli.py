@@ -149,11 +149,17 @@ def command_run(overrides: list[str], console: Console) -> int:
         )
     for warning in choice.warnings:
         console.print(f"[yellow]{warning}")
-    gpu = read_gpu(settings.gpus[0]) if settings.device == "cuda" else {"available": False, "why": "CPU run"}
-    if settings.device == "cuda" and not gpu.get("available"):
-        raise UserError(
-            f"hardware={settings.hardware} asks for GPU {settings.gpus[0]}, but none is usable: {gpu.get('why')}"
-        )
+    gpu = {"available": False, "why": "CPU run"}
+    if settings.device == "cuda":
+        # Every GPU of hardware.gpus, before anything is written: a run asking for a GPU that is not
+        # there fails once, here, with one line naming it.
+        readings = [read_gpu(index) for index in settings.gpus]
+        for index, reading in zip(settings.gpus, readings):
+            if not reading.get("available"):
+                raise UserError(
+                    f"hardware={settings.hardware} asks for GPU {index}, but none is usable: {reading.get('why')}"
+                )
+        gpu = readings[0]
     resolved = OmegaConf.to_yaml(cfg)
     cfg_hash = config_hash(hashed_yaml(cfg))
     try:
@@ -180,6 +186,8 @@ def command_run(overrides: list[str], console: Console) -> int:
             "created": time.time(),
             "suite": settings.suite,
             "hardware": settings.hardware,
+            # One lane per GPU (hardware.gpus); a CPU run is one lane, the host.
+            "lanes": len(settings.gpus) if settings.device == "cuda" else 1,
             "methods": list(settings.methods),
             "planned": len(evaluations),
             "status": "running",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,15 @@ def test_cli_gpu_asked_without_gpu_fails_before_work(tmp_path: Path):
     proc = kbench("run", "experiment=h100_fullsuite", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "GPU" in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_every_gpu_of_hardware_gpus_is_checked_before_work(tmp_path: Path):
+    """A lane on a GPU that is not there would fail each of its evaluations; the run fails once,
+    naming it. GPU 15 is not on this machine (a CPU machine: GPU 0 already is not)."""
+    proc = kbench("run", "experiment=h100_fullsuite", "hardware.gpus=[0,15]", "tracking=off", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert re.search(r"asks for GPU (0|15), but none is usable", proc.stderr), proc.stderr
     assert not (tmp_path / "runs").exists()
 
 

@@ -37,9 +37,11 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
     ]
     if manifest.get("wall_s"):
         measured = float(frame["measured_s"].fillna(0).sum()) if not frame.empty else 0.0
+        lanes = int(manifest.get("lanes") or 1)  # several GPUs measure at once: a share of their wall time together
+        of_what = f"of the {lanes} GPUs' wall time together" if lanes > 1 else "of the wall time"
         lines.append(
             f"- wall time {manifest['wall_s']:.1f} s; measured time (timed regions, both sides) "
-            f"{measured:.1f} s = {100 * measured / manifest['wall_s']:.1f}% of the wall time"
+            f"{measured:.1f} s = {100 * measured / (lanes * manifest['wall_s']):.1f}% {of_what}"
             + (f"; compile warm-up {manifest['warmup_s']:.1f} s" if manifest.get("warmup_s") else "")
         )
     lines.append("")

@@ -101,10 +101,8 @@ def relative_error(value: torch.Tensor, reference: torch.Tensor) -> float | None
         rc = r[start : start + _CHUNK].double()
         vc = v[start : start + _CHUNK].to(rc.device).double()
         drop = ~(torch.isfinite(rc) & torch.isfinite(vc))
-        rc, vc = (
-            rc.masked_fill(drop, 0.0),
-            vc.masked_fill(drop, 0.0),
-        )  # not in place: .double() of float64 is the caller's tensor
+        # Not in place: .double() of a float64 tensor is the caller's tensor itself.
+        rc, vc = rc.masked_fill(drop, 0.0), vc.masked_fill(drop, 0.0)
         sums += torch.stack([(vc - rc).square().sum(), rc.square().sum()])
     squared_error, squared_norm = sums.tolist()
     if squared_norm == 0.0:
