@@ -390,3 +390,16 @@ def test_relative_error_skips_non_finite_elements_and_leaves_its_inputs_alone():
     assert torch.equal(answer, before[0]) and torch.equal(value.isnan(), before[1].isnan())
     assert relative_error(torch.tensor([0.0, 0.0, 5.0, 1.0]), answer) == pytest.approx((10 / 26) ** 0.5)
     assert relative_error(torch.zeros(2), torch.zeros(2, dtype=torch.float64)) is None
+
+
+def test_relative_error_reads_back_once_however_many_chunks(monkeypatch):
+    """One read of its two sums back to the host, for one chunk or many (see test_compare.py)."""
+    from runner.worker import precision
+    from tests.test_compare import _HostReads
+
+    answer = torch.randn(100, dtype=torch.float64)
+    for chunk in (1 << 24, 7):
+        monkeypatch.setattr(precision, "_CHUNK", chunk)
+        with _HostReads() as reads:
+            assert precision.relative_error(answer.float(), answer) < 1e-6
+        assert reads.count == 1
