@@ -59,7 +59,8 @@ def duty(run_dir: Path) -> dict:
     lanes: dict[str, list] = {}
     for _, r in results:
         record = r.environment.get("device_token", {})
-        lanes.setdefault(record.get("path", ""), []).extend(token_windows(record))
+        if "path" in record:  # a worker that died before holding the token left no record: no lane of its own
+            lanes.setdefault(record["path"], []).extend(token_windows(record))
     # The run's lanes (a GPU given no evaluation still had its wall time), at least those seen.
     lane_count = max(int(manifest.get("lanes") or 1), len(lanes))
     lane_wall = wall * lane_count

@@ -120,6 +120,25 @@ HONEST_CANDIDATE = textwrap.dedent(
 )
 
 
+def count_host_reads():
+    """A torch function mode that counts reads of tensor values back to the host (``.count``); on
+    a GPU each one is a synchronisation. Use as ``with count_host_reads() as reads: ...``."""
+    from torch.overrides import TorchFunctionMode  # torch only for the tests that use it
+
+    class HostReads(TorchFunctionMode):
+        READS = frozenset({"tolist", "item", "__float__", "__int__", "__bool__", "__index__"})
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.count = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.count += getattr(func, "__name__", "") in self.READS
+            return func(*args, **(kwargs or {}))
+
+    return HostReads()
+
+
 def make_kernelbench_dir(root: Path, names: list[str], source: str = SMALL_TASK) -> Path:
     """A KernelBench-layout folder: ``root/level1/<name>.py`` for each name, all the same task."""
     level = root / "level1"

@@ -105,3 +105,21 @@ def test_duty_judges_turns_per_gpu_lane(two_passes, tmp_path: Path):
         assert figures["duty_pct"] == pytest.approx(100 * figures["measured_s"] / (lanes * figures["wall_s"]))
     single = duty(two_passes[0])
     assert single["lanes"] == 1 and single["overlapping_turns"] == 0
+
+
+def test_a_result_without_a_token_record_is_no_lane_of_its_own(two_passes, tmp_path: Path):
+    """A worker that crashed before it held the device's token (the orchestrator writes its result,
+    with no ``device_token`` record) ran on the run's one GPU: the duty is still of one lane's wall
+    time (an H100 run with eight such crashes reported 2 lanes and half its duty)."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(two_passes[0], run)
+    crashed = sorted(run.glob("jobs/*/out/result.json"))[0]
+    data = json.loads(crashed.read_text())
+    del data["environment"]["device_token"]
+    crashed.write_text(json.dumps(data))
+    figures = duty(run)
+    assert figures["lanes"] == 1
+    assert figures["duty_pct"] == pytest.approx(100 * figures["measured_s"] / figures["wall_s"])
+

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from runner.worker import compare
 from runner.worker.compare import compare_outputs
+from tests.conftest import count_host_reads
 
 
 def test_float_tolerance_and_nan_inf():
@@ -96,20 +96,6 @@ def test_half_precision_bounds_and_errors_match_a_float64_judgement():
         assert result.max_abs_error == float(diff.max())
 
 
-class _HostReads(TorchFunctionMode):
-    """Counts reads of tensor values back to the host (each one a GPU synchronisation on a GPU)."""
-
-    READS = frozenset({"tolist", "item", "__float__", "__int__", "__bool__", "__index__"})
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.count += getattr(func, "__name__", "") in self.READS
-        return func(*args, **(kwargs or {}))
-
-
 def test_comparison_reads_back_a_fixed_number_of_values_however_many_chunks(monkeypatch):
     """On a GPU every value read back waits for the device: the comparison once read five per
     chunk, which was most of a reference evaluation's correctness stage on the H100. Now the
@@ -118,9 +104,9 @@ def test_comparison_reads_back_a_fixed_number_of_values_however_many_chunks(monk
     for chunk in (1 << 24, 7):
         monkeypatch.setattr(compare, "_CHUNK", chunk)
         ref = torch.randn(100)
-        with _HostReads() as reads:
+        with count_host_reads() as reads:
             assert compare_outputs([ref], [ref.clone()], None).ok
         assert reads.count == 2
-        with _HostReads() as reads:
+        with count_host_reads() as reads:
             assert compare_outputs([torch.arange(100)], [torch.arange(100)], None).ok
         assert reads.count == 1

@@ -395,11 +395,11 @@ def test_relative_error_skips_non_finite_elements_and_leaves_its_inputs_alone():
 def test_relative_error_reads_back_once_however_many_chunks(monkeypatch):
     """One read of its two sums back to the host, for one chunk or many (see test_compare.py)."""
     from runner.worker import precision
-    from tests.test_compare import _HostReads
+    from tests.conftest import count_host_reads
 
     answer = torch.randn(100, dtype=torch.float64)
     for chunk in (1 << 24, 7):
         monkeypatch.setattr(precision, "_CHUNK", chunk)
-        with _HostReads() as reads:
+        with count_host_reads() as reads:
             assert precision.relative_error(answer.float(), answer) < 1e-6
         assert reads.count == 1
