@@ -122,4 +122,3 @@ def test_a_result_without_a_token_record_is_no_lane_of_its_own(two_passes, tmp_p
     figures = duty(run)
     assert figures["lanes"] == 1
     assert figures["duty_pct"] == pytest.approx(100 * figures["measured_s"] / figures["wall_s"])
-
