@@ -67,6 +67,8 @@ def duty(run_dir: Path) -> dict:
     device_phases = sum(_union_seconds([(start, end) for start, end, _ in w]) for w in lanes.values())
     turns = {lane: sorted((start, end) for start, end, mode in w if mode == EXCLUSIVE) for lane, w in lanes.items()}
     exclusive = sum(end - start for lane_turns in turns.values() for start, end in lane_turns)
+    spans = sum(max(end for _, end, _ in w) - min(start for start, _, _ in w) for w in lanes.values() if w)
+    shared_only = device_phases - sum(_union_seconds(lane_turns) for lane_turns in turns.values())
     warmup = float(manifest.get("warmup_s") or 0.0)
     isolation = sorted({r.environment.get("device_token", {}).get("isolation", ISOLATE_DEVICE) for _, r in results})
     return {
@@ -92,6 +94,20 @@ def duty(run_dir: Path) -> dict:
         "device_reserved_pct": 100 * (device_phases / lane_count + warmup) / wall if wall else None,
         "measured_of_device_phases_pct": 100 * measured / device_phases if device_phases else None,
         "measured_of_exclusive_pct": 100 * measured / exclusive if exclusive else None,
+        # Where the lanes' wall time went, in parts that add up to it: measured; inside the turns but
+        # not measured (warm-up calls, L2 flushes, audit calls, clock reads); shared phases with no
+        # turn beside them; the compile warm-up (it reserves every lane); and no device work at all
+        # (start-up, workers not ready, results written, the end).
+        "wall_parts_s": {
+            "measured": measured,
+            "turn_not_measured": exclusive - measured,
+            "shared_phases_only": shared_only,
+            "compile_warmup": warmup * lane_count,
+            "no_device_work": lane_wall - device_phases - warmup * lane_count,
+        },
+        # From each lane's first window to its last, summed: in a run made in one go, the lanes' wall
+        # time minus this is its start and end, so the rest of ``no_device_work`` lies between windows.
+        "first_to_last_window_s": spans,
     }
 
 

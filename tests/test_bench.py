@@ -47,6 +47,30 @@ def test_repeat_pairs_tasks_and_reports_duty(two_passes):
     assert duty(two_passes[0]) == figures["duty"][0]
 
 
+def test_the_wall_parts_add_up_to_the_wall_time(two_passes, tmp_path: Path):
+    """``wall_parts_s`` splits the wall time into parts that add up to it, none negative, read off a
+    real run's windows; on two lanes the parts add up to both lanes' wall time."""
+    figures = duty(two_passes[0])
+    parts = figures["wall_parts_s"]
+    assert all(value >= 0 for value in parts.values()), parts
+    assert sum(parts.values()) == pytest.approx(figures["wall_s"])
+    assert parts["measured"] == figures["measured_s"] > 0
+    assert parts["turn_not_measured"] == pytest.approx(figures["exclusive_s"] - figures["measured_s"])
+    assert parts["shared_phases_only"] > 0  # the reference outputs and correctness calls hold the token shared
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(two_passes[0], run)
+    second = sorted(run.glob("jobs/*/out/result.json"))[1]
+    data = json.loads(second.read_text())
+    data["environment"]["device_token"]["path"] = "another GPU's token"
+    second.write_text(json.dumps(data))
+    two_lanes = duty(run)
+    assert two_lanes["lanes"] == 2
+    assert sum(two_lanes["wall_parts_s"].values()) == pytest.approx(2 * two_lanes["wall_s"])
+    assert all(value >= 0 for value in two_lanes["wall_parts_s"].values())
+
+
 def test_overlap_sees_clashing_windows_and_none_between_sequential_runs(two_passes):
     assert overlap(*two_passes) == {"windows": [2, 2], "overlapping_pairs": 0, "examples": []}
     assert overlap(two_passes[0], two_passes[0])["overlapping_pairs"] >= 2  # each window with itself
