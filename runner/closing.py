@@ -10,6 +10,7 @@ from rich.console import Console
 from runner.analysis.metrics import summary
 from runner.analysis.records import records_from_run_dir
 from runner.analysis.report import render_report
+from runner.bench import duty
 from runner.rundir import RunDir
 from runner.tracking.mlflow_sink import MlflowSink, SinkError
 
@@ -17,6 +18,10 @@ from runner.tracking.mlflow_sink import MlflowSink, SinkError
 def finish(run_dir: RunDir, manifest: dict, sink: MlflowSink | None, console: Console) -> str:
     """Write the report and results, close the parent run; returns the report text."""
     frame = records_from_run_dir(run_dir.path)
+    # Where the wall time went (runner/bench.py, duty), read off the results' token windows; kept in
+    # the manifest, so a report rendered later, from the directory or from MLflow, says the same.
+    manifest["wall_parts_s"] = {part: round(seconds, 3) for part, seconds in duty(run_dir.path)["wall_parts_s"].items()}
+    run_dir.write_manifest(manifest)
     results_path = run_dir.path / "results.jsonl"
     results_path.write_text("".join(json.dumps(row, default=float) + "\n" for row in frame.to_dict("records")))
     report = render_report(frame, manifest)

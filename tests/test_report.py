@@ -35,3 +35,24 @@ def test_measured_share_is_of_every_lanes_wall_time():
     assert "30.0 s = 60.0% of the wall time" in one
     two = render_report(frame, {"name": "r", "wall_s": 50.0, "lanes": 2})
     assert "30.0 s = 30.0% of the 2 GPUs' wall time together" in two
+
+
+def test_the_report_says_where_the_wall_time_went():
+    """The parts that ``runner.bench duty`` reads off a run's windows (kept in the manifest when the
+    run ends) are in the report, named; without them (a run from before), no line."""
+    frame = _frame([10.0])
+    parts = {
+        "measured": 10.0,
+        "turn_not_measured": 2.0,
+        "shared_phases_only": 5.0,
+        "compile_warmup": 0.0,
+        "no_device_work": 3.0,
+    }
+    text = render_report(frame, {"name": "r", "wall_s": 20.0, "wall_parts_s": parts})
+    assert (
+        "- where the wall time went: measured 10.0 s, inside the measurements' turns but not measured 2.0 s, "
+        "shared device phases with no measurement beside them 5.0 s, compile warm-up 0.0 s, no device work 3.0 s"
+    ) in text
+    two = render_report(frame, {"name": "r", "wall_s": 10.0, "lanes": 2, "wall_parts_s": parts})
+    assert "- where the 2 GPUs' wall time went: measured 10.0 s" in two
+    assert "where the" not in render_report(frame, {"name": "r", "wall_s": 20.0})

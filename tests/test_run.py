@@ -43,6 +43,12 @@ def test_run_prints_report(tracked_run):
     _, run_dir, _, proc = tracked_run
     assert "fast_1" in proc.stdout and (run_dir / "report.md").exists()
     assert "missing_candidate" in (run_dir / "report.md").read_text()
+    # Where the wall time went: kept in the manifest, parts that add up to the wall time, in the report.
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    parts = manifest["wall_parts_s"]
+    assert sum(parts.values()) == pytest.approx(manifest["wall_s"], abs=0.01)
+    assert parts["measured"] > 0 and all(seconds >= 0 for seconds in parts.values())
+    assert f"measured {parts['measured']:.1f} s" in (run_dir / "report.md").read_text()
 
 
 def test_mlflow_parent_and_children(tracked_run):

@@ -23,6 +23,16 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
     return lines
 
 
+# The parts of the wall time that ``runner.bench.duty`` gives, as the report names them.
+_WALL_PARTS = {
+    "measured": "measured",
+    "turn_not_measured": "inside the measurements' turns but not measured",
+    "shared_phases_only": "shared device phases with no measurement beside them",
+    "compile_warmup": "compile warm-up",
+    "no_device_work": "no device work",
+}
+
+
 def render_report(frame: pd.DataFrame, manifest: dict) -> str:
     lines = [f"# kbench report — {manifest.get('name', 'run')}", ""]
     env = manifest.get("environment", {})
@@ -44,6 +54,14 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
             f"{measured:.1f} s = {100 * measured / (lanes * manifest['wall_s']):.1f}% {of_what}"
             + (f"; compile warm-up {manifest['warmup_s']:.1f} s" if manifest.get("warmup_s") else "")
         )
+        parts = manifest.get("wall_parts_s")
+        if parts:  # added up, they make the wall time (per lane, summed over the lanes)
+            whose = f"the {lanes} GPUs'" if lanes > 1 else "the"
+            lines.append(
+                f"- where {whose} wall time went: "
+                + ", ".join(f"{_WALL_PARTS.get(part, part)} {seconds:.1f} s" for part, seconds in parts.items())
+                + " (`python -m runner.bench duty RUN_DIR`)"
+            )
     lines.append("")
     if frame.empty:
         return "\n".join(lines + ["No finished evaluations.", ""])
