@@ -59,7 +59,11 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
             whose = f"the {lanes} GPUs'" if lanes > 1 else "the"
             lines.append(
                 f"- where {whose} wall time went: "
-                + ", ".join(f"{_WALL_PARTS.get(part, part)} {seconds:.1f} s" for part, seconds in parts.items())
+                + ", ".join(
+                    f"{_WALL_PARTS.get(part, part)} {seconds:.1f} s"
+                    for part, seconds in parts.items()
+                    if seconds or part != "compile_warmup"  # a run that compiled nothing has no warm-up to name
+                )
                 + " (`python -m runner.bench duty RUN_DIR`)"
             )
     lines.append("")
