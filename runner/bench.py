@@ -68,7 +68,9 @@ def duty(run_dir: Path) -> dict:
     turns = {lane: sorted((start, end) for start, end, mode in w if mode == EXCLUSIVE) for lane, w in lanes.items()}
     exclusive = sum(end - start for lane_turns in turns.values() for start, end in lane_turns)
     spans = sum(max(end for _, end, _ in w) - min(start for start, _, _ in w) for w in lanes.values() if w)
-    shared_only = device_phases - sum(_union_seconds(lane_turns) for lane_turns in turns.values())
+    # The turns' union (their sum where none overlap, as in every valid run): both parts below take
+    # it, so the parts add up to the wall time even for a run whose turns clashed.
+    turn_seconds = sum(_union_seconds(lane_turns) for lane_turns in turns.values())
     warmup = float(manifest.get("warmup_s") or 0.0)
     isolation = sorted({r.environment.get("device_token", {}).get("isolation", ISOLATE_DEVICE) for _, r in results})
     return {
@@ -100,8 +102,8 @@ def duty(run_dir: Path) -> dict:
         # (start-up, workers not ready, results written, the end).
         "wall_parts_s": {
             "measured": measured,
-            "turn_not_measured": exclusive - measured,
-            "shared_phases_only": shared_only,
+            "turn_not_measured": turn_seconds - measured,
+            "shared_phases_only": device_phases - turn_seconds,
             "compile_warmup": warmup * lane_count,
             "no_device_work": lane_wall - device_phases - warmup * lane_count,
         },

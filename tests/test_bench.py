@@ -5,6 +5,7 @@ computed from real (CPU) runs. ncu itself cannot run here: its CSV is a fixture 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,13 @@ def two_passes(tmp_path_factory):
     return runs
 
 
+def _copy_of(run_dir: Path, tmp_path: Path) -> tuple[Path, list[Path]]:
+    """A copy of a finished run to edit, and its results' files in a fixed order."""
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    return run, sorted(run.glob("jobs/*/out/result.json"))
+
+
 def test_repeat_pairs_tasks_and_reports_duty(two_passes):
     figures = repeat(*two_passes)
     assert figures["pairs"] == 2
@@ -57,11 +65,7 @@ def test_the_wall_parts_add_up_to_the_wall_time(two_passes, tmp_path: Path):
     assert parts["measured"] == figures["measured_s"] > 0
     assert parts["turn_not_measured"] == pytest.approx(figures["exclusive_s"] - figures["measured_s"])
     assert parts["shared_phases_only"] > 0  # the reference outputs and correctness calls hold the token shared
-    import shutil
-
-    run = tmp_path / "run"
-    shutil.copytree(two_passes[0], run)
-    second = sorted(run.glob("jobs/*/out/result.json"))[1]
+    run, (_, second) = _copy_of(two_passes[0], tmp_path)
     data = json.loads(second.read_text())
     data["environment"]["device_token"]["path"] = "another GPU's token"
     second.write_text(json.dumps(data))
@@ -106,11 +110,7 @@ def test_duty_judges_turns_per_gpu_lane(two_passes, tmp_path: Path):
     """With ``hardware.gpus=[0,1]`` each GPU has its own token: measurements on two GPUs at once are
     the point, measurements on one GPU at once a failure. The run's two results are put on the
     same stretch of time (the second's windows moved so that both measurements start together), first on two lanes, then on one."""
-    import shutil
-
-    run = tmp_path / "run"
-    shutil.copytree(two_passes[0], run)
-    first, second = sorted(run.glob("jobs/*/out/result.json"))
+    run, (first, second) = _copy_of(two_passes[0], tmp_path)
 
     def turn_start(record: dict) -> float:
         return next(start for start, _, mode in record["windows"] if mode == "exclusive")
@@ -127,6 +127,8 @@ def test_duty_judges_turns_per_gpu_lane(two_passes, tmp_path: Path):
         figures = duty(run)
         assert (figures["lanes"], figures["overlapping_turns"]) == (lanes, overlapping)
         assert figures["duty_pct"] == pytest.approx(100 * figures["measured_s"] / (lanes * figures["wall_s"]))
+        # The wall parts add up to the lanes' wall time, clashing turns or not.
+        assert sum(figures["wall_parts_s"].values()) == pytest.approx(lanes * figures["wall_s"])
     single = duty(two_passes[0])
     assert single["lanes"] == 1 and single["overlapping_turns"] == 0
 
@@ -135,11 +137,7 @@ def test_a_result_without_a_token_record_is_no_lane_of_its_own(two_passes, tmp_p
     """A worker that crashed before it held the device's token (the orchestrator writes its result,
     with no ``device_token`` record) ran on the run's one GPU: the duty is still of one lane's wall
     time (an H100 run with eight such crashes reported 2 lanes and half its duty)."""
-    import shutil
-
-    run = tmp_path / "run"
-    shutil.copytree(two_passes[0], run)
-    crashed = sorted(run.glob("jobs/*/out/result.json"))[0]
+    run, (crashed, _) = _copy_of(two_passes[0], tmp_path)
     data = json.loads(crashed.read_text())
     del data["environment"]["device_token"]
     crashed.write_text(json.dumps(data))
