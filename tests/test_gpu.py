@@ -273,3 +273,16 @@ def test_precision_bound_where_cudnn_runs_the_fp32_reference_in_tf32():
         violation = check.judge("perf", bf16(make_inputs(task, {}, cuda, 1042)), [])
         assert violation is not None and violation[0] == "reduced_precision_bf16", check.record
     assert (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32) == flags
+
+
+def test_fused_checks_agree_with_pytorch_compiled():
+    """The output checks' Triton kernels, compiled for this GPU, against PyTorch's ops (``test_fused_checks.py``)."""
+    from tests.test_fused_checks import check_agreement
+
+    check_agreement("cuda")
+
+
+def test_fused_checks_prepare_into_their_own_cache(tmp_path):
+    from tests.test_fused_checks import check_prepare_fills_its_own_cache
+
+    check_prepare_fills_its_own_cache(tmp_path)

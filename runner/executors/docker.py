@@ -32,7 +32,7 @@ from runner.executors.container import COMMAND, CONTAINER_TOKEN, Container, cont
 from runner.executors.docker_engine import LABEL_HOST, LABEL_OWNER, LABEL_PID, choose_image, connect, remove_orphans
 from runner.gpu.lock import work_token
 from runner.worker.device_token import TOKEN_ENV, turnstile_of
-from runner.worker.protocol import OUT_DIR
+from runner.worker.protocol import CHECKS_CACHE_ENV, OUT_DIR
 
 
 class DockerExecutor:
@@ -153,6 +153,7 @@ class DockerExecutor:
             "PYTHONDONTWRITEBYTECODE": "1",
             "TORCHINDUCTOR_CACHE_DIR": "/cache/inductor",
             "TRITON_CACHE_DIR": "/cache/triton",
+            CHECKS_CACHE_ENV: "/tmp/kbench-checks",  # private to the container, even with a shared /cache
             "TORCHINDUCTOR_COMPILE_THREADS": str(s.compile_threads),
             TOKEN_ENV: CONTAINER_TOKEN,
         }

@@ -31,7 +31,7 @@ from runner.executors.base import STARTUP_LIMIT_S, ExecutionOutcome, ExecutorSet
 from runner.gpu.lock import work_token
 from runner.paths import REPO_ROOT
 from runner.worker.device_token import TOKEN_ENV
-from runner.worker.protocol import OUT_DIR, STAGE_FILE
+from runner.worker.protocol import CHECKS_CACHE_ENV, OUT_DIR, STAGE_FILE
 
 _ALLOWED_ENV = (
     "PATH",
@@ -86,6 +86,7 @@ class LocalExecutor:
         cache = self._cache_dir()
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
         env["TRITON_CACHE_DIR"] = str(cache / "triton")
+        env[CHECKS_CACHE_ENV] = str(cache / "checks")  # the output checks' kernels, apart from the candidates'
         # One compile thread per sandbox: parallelism comes from the warm-up workers, and a
         # per-process compile pool costs seconds to start even when every kernel is cached.
         env["TORCHINDUCTOR_COMPILE_THREADS"] = str(self.settings.compile_threads)

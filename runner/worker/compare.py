@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+from runner.worker import fused_checks
+
 DEFAULT_TOLERANCE = {
     torch.float64: (1e-7, 1e-7),
     torch.float32: (1e-4, 1e-4),
@@ -86,6 +88,19 @@ def _compare_one(ref, got, tolerance: dict | None) -> Comparison:
     if not ref.is_floating_point() and not ref.is_complex():
         return _compare_integers(ref, got, tolerance)
     atol, rtol = tolerance_for(ref.dtype, tolerance)
+    counts = fused_checks.compare_counts if fused_checks.available(ref) else _counts
+    nan_mismatch, inf_mismatch, mismatched, max_abs, max_rel = counts(ref, got, atol, rtol)
+    if nan_mismatch:
+        return Comparison(False, f"NaN pattern differs at {nan_mismatch} elements", mismatched=nan_mismatch)
+    if inf_mismatch:
+        return Comparison(False, f"infinities differ at {inf_mismatch} elements", mismatched=inf_mismatch)
+    reason = _outside(mismatched, ref.numel(), tolerance, f"atol={atol:g} rtol={rtol:g}", max_abs)
+    return Comparison(not reason, reason, max_abs, max_rel, mismatched)
+
+
+def _counts(ref: torch.Tensor, got: torch.Tensor, atol: float, rtol: float) -> tuple[int, int, int, float, float]:
+    """``(nan_mismatches, inf_mismatches, outside_tolerance, max_abs_error, max_rel_error)`` with PyTorch's
+    ops, on any device (CUDA floating tensors take ``fused_checks.compare_counts``, the same arithmetic)."""
     # Chunked, so that a 1G-element output costs a few hundred MB of temporaries, not 40 GB. The
     # counts and maxima stay on the device until the end: one synchronisation per output, not
     # several per chunk (on a GPU those waits were most of a correctness check's time).
@@ -98,7 +113,8 @@ def _compare_one(ref, got, tolerance: dict | None) -> Comparison:
         g = got_flat[start : start + _CHUNK].to(work)
         r_nan, g_nan, r_inf, g_inf = r.isnan(), g.isnan(), r.isinf(), g.isinf()
         abs_r = r.abs()
-        diff = (g - r).abs().masked_fill_(r_nan | g_nan | r_inf | g_inf, 0.0)  # 0 is within every bound
+        special = r_nan | g_nan | r_inf | g_inf
+        diff = (g - r).abs().masked_fill_(special, 0.0)  # 0 is within every bound
         counts += torch.stack(
             [
                 (r_nan != g_nan).sum(),
@@ -106,16 +122,13 @@ def _compare_one(ref, got, tolerance: dict | None) -> Comparison:
                 (diff > atol + rtol * abs_r).sum(),
             ]
         )
-        chunk_maxima = torch.stack([diff.max(), (diff / abs_r.clamp_min(1e-30)).max()]).double()
+        # Where either side is NaN or infinite the relative error is 0 too (NaN / NaN would poison the maximum).
+        relative = diff / abs_r.masked_fill(special, 1.0).clamp_min(fused_checks.TINY)
+        chunk_maxima = torch.stack([diff.max(), relative.max()]).double()
         torch.maximum(maxima, chunk_maxima, out=maxima)
     nan_mismatch, inf_mismatch, mismatched = counts.tolist()
     max_abs, max_rel = maxima.tolist()
-    if nan_mismatch:
-        return Comparison(False, f"NaN pattern differs at {nan_mismatch} elements", mismatched=nan_mismatch)
-    if inf_mismatch:
-        return Comparison(False, f"infinities differ at {inf_mismatch} elements", mismatched=inf_mismatch)
-    reason = _outside(mismatched, ref.numel(), tolerance, f"atol={atol:g} rtol={rtol:g}", max_abs)
-    return Comparison(not reason, reason, max_abs, max_rel, mismatched)
+    return nan_mismatch, inf_mismatch, mismatched, max_abs, max_rel
 
 
 def _working_dtype(dtype: torch.dtype) -> torch.dtype:

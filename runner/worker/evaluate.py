@@ -47,7 +47,7 @@ from runner.worker.integrity import (
 from runner.worker.kernel_census import KernelCensus
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
 from runner.worker.precision import float64_references
-from runner.worker.prewarm import PREWARMED, prewarm_compiler
+from runner.worker.prewarm import PREWARMED, prewarm_checks, prewarm_compiler
 from runner.worker.protocol import (
     CANDIDATE_FILE,
     OUT_DIR,
@@ -87,6 +87,7 @@ def main(argv: list[str]) -> int:
             torch.cuda.init()
             torch.empty(1, device="cuda:0")  # creates the context now rather than inside the timed job
             prewarm_compiler(torch.device("cuda", torch.cuda.current_device()))
+            prewarm_checks()
         line = sys.stdin.readline().strip()
         if not line:
             return 4  # dismissed without a job

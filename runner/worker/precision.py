@@ -44,6 +44,7 @@ from types import ModuleType
 
 import torch
 
+from runner.worker import fused_checks
 from runner.worker.integrity import numerics_flags, restore_numerics_flags
 from runner.worker.loading import as_output_list, build_model, make_inputs
 
@@ -95,6 +96,18 @@ def relative_error(value: torch.Tensor, reference: torch.Tensor) -> float | None
     None where the reference is zero there (no scale to measure against). The elementwise
     NaN and infinity patterns are the ordinary tolerance's business, checked before this.
     """
+    if fused_checks.available(reference) and fused_checks.available(value) and value.device == reference.device:
+        squared_error, squared_norm = fused_checks.squared_sums(value, reference)
+    else:
+        squared_error, squared_norm = _torch_squared_sums(value, reference)
+    if squared_norm == 0.0:
+        return None
+    return math.sqrt(squared_error / squared_norm)
+
+
+def _torch_squared_sums(value: torch.Tensor, reference: torch.Tensor) -> tuple[float, float]:
+    """``(sum((v - r)^2), sum(r^2))`` in float64 over the elements finite in both, with PyTorch's ops
+    (CUDA tensors take ``fused_checks.squared_sums``, the same sums in another order)."""
     v, r = value.detach().reshape(-1), reference.detach().reshape(-1)
     sums = torch.zeros(2, dtype=torch.float64, device=r.device)  # squared error, squared norm: read once, at the end
     for start in range(0, r.numel(), _CHUNK):
@@ -105,9 +118,7 @@ def relative_error(value: torch.Tensor, reference: torch.Tensor) -> float | None
         rc, vc = rc.masked_fill(drop, 0.0), vc.masked_fill(drop, 0.0)
         sums += torch.stack([(vc - rc).square().sum(), rc.square().sum()])
     squared_error, squared_norm = sums.tolist()
-    if squared_norm == 0.0:
-        return None
-    return math.sqrt(squared_error / squared_norm)
+    return squared_error, squared_norm
 
 
 def allowed_error(reference_error: float, strict_error: float | None = None) -> float:

@@ -1,14 +1,20 @@
-"""What a spare worker pays before it knows its job: torch.compile's first-use costs in a process.
+"""What a spare worker pays before it knows its job: first-use costs in a process that no cache keeps.
 
-Measured on the H100 (``cProfile`` of a worker's correctness stage, torch 2.11): a torch.compile
-candidate's first call spent about 1.5 s of host time, GPU idle, on work that every process
-repeats and no cache keeps: importing ~130 inductor modules, hashing Triton's and torch's sources
-for the cache keys, and registering the pattern matcher's replacement patterns. Inside the
-evaluation that time holds the device's token and keeps a measurement waiting; in a spare it
-overlaps the evaluations before it (quick suite: the correctness stage's median fell from 2.05 s
-to 1.26 s, BENCHMARKS.md, seventh session). Every step here is host work: the patterns are traced under
-a fake tensor mode, nothing is allocated on or launched to the GPU. Each step is timed and
-recorded; one that this torch does not have, or that fails, is recorded as not done, never an error.
+torch.compile's: measured on the H100 (``cProfile`` of a worker's correctness stage, torch 2.11), a
+torch.compile candidate's first call spent about 1.5 s of host time, GPU idle, on work that every
+process repeats: importing ~130 inductor modules, hashing Triton's and torch's sources for the cache
+keys, and registering the pattern matcher's replacement patterns. Inside the evaluation that time
+holds the device's token and keeps a measurement waiting; in a spare it overlaps the evaluations
+before it (quick suite: the correctness stage's median fell from 2.05 s to 1.26 s, BENCHMARKS.md,
+seventh session). Every step here is host work: the patterns are traced under a fake tensor mode,
+nothing is allocated on or launched to the GPU.
+
+The output checks' (``fused_checks.py``): their Triton kernels compiled, or loaded from the checks'
+own cache, host only; the job then loads one small module per kernel on first call (about 0.01 s
+on the H100, against 0.3-0.5 s for PyTorch's ops the checks would otherwise use).
+
+Each step is timed and recorded; one that this torch does not have, or that fails, is recorded as
+not done, never an error.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import importlib
 import time
 
 import torch
+
+from runner.worker import fused_checks
 
 # The modules a torch.compile of CUDA code imports on its first call that ``torch._inductor.compile_fx``
 # (which every spare imports) does not bring in already: the ones that cost a spare time on the
@@ -61,6 +69,15 @@ def prewarm_compiler(device: torch.device | None) -> dict:
 
     _step("joint_graph patterns", joint_graph_patterns)
     _step("post_grad patterns", post_grad_patterns)
+    return PREWARMED
+
+
+def prewarm_checks() -> dict:
+    """Compile (or load from the Triton cache) the output checks' kernels, host only (``fused_checks.prepare``)."""
+    started = time.perf_counter()
+    variants = fused_checks.prepare()
+    failed = {name: why for name, why in variants.items() if not isinstance(why, float)}
+    PREWARMED["fused checks"] = f"not done: {failed}"[:200] if failed else round(time.perf_counter() - started, 4)
     return PREWARMED
 
 

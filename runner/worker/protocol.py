@@ -35,6 +35,8 @@ OUT_DIR = "out"
 RESULT_FILE = "result.json"
 SAMPLES_FILE = "samples.json"
 STAGE_FILE = "stage"
+# The environment variable naming the output checks' own Triton cache (runner/worker/fused_checks.py).
+CHECKS_CACHE_ENV = "KBENCH_CHECKS_CACHE"
 
 
 class ProtocolError(RuntimeError):

@@ -1,0 +1,158 @@
+"""The output comparison and the float64 error as one Triton kernel each, for CUDA tensors.
+
+Why: in a fresh process every distinct PyTorch kernel loads its module on first call, and the
+comparison (``compare.py``) and the float64 error (``precision.py``) touch about fifteen of them
+(casts, ``isnan``, ``abs``, ``masked_fill_``, reductions in int64 and float64, ...). Measured on the
+H100 (BENCHMARKS.md, ninth session): the first comparison of a float32 output in a new process took
+0.29-0.47 s and the first float64 error 0.07-0.16 s, most of an evaluation's shared device time,
+where the second call takes about a millisecond. A Triton kernel is one small module.
+
+Same arithmetic as the PyTorch paths, elementwise: the comparison works in float64 for float32 and
+float64 outputs and in float32 for 16-bit ones (``compare._working_dtype``), with the tolerances cast
+the way PyTorch casts a Python scalar for that dtype; its counts are exact (integer atomics) and its
+maxima are the same values (max is order-free; non-negative floats compare like their bit patterns).
+The float64 error's two sums are taken per block and then summed in one fixed order, so a call
+returns the same bits every time; they may differ from ``torch.sum``'s last bits (another order).
+
+``available(tensor)`` says where these apply: CUDA floating tensors (complex and integer outputs keep
+the PyTorch paths) with Triton importable. ``prepare()`` compiles the usual variants ahead of a job
+without touching the GPU (a spare's head start, ``prewarm.py``).
+
+The kernels are compiled into and loaded from their own directory, ``KBENCH_CHECKS_CACHE`` (set by the
+executors: ``checks/`` beside the run's compile caches for ``local``, the container's private ``/tmp`` for ``docker``),
+never the candidates' Triton cache: a candidate that wrote into its compile cache (shared by the
+evaluations of a run) could otherwise replace the kernels that judge the ones after it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import struct
+import time
+from contextlib import contextmanager
+
+import torch
+
+from runner.worker.protocol import CHECKS_CACHE_ENV
+
+_BLOCK = 1024
+TINY = 1e-30  # the relative error's smallest denominator, as in compare._counts
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# The comparison's result slots: NaN-pattern, infinity and tolerance mismatches, then the abs and
+# relative maxima as float64 bit patterns.
+_SLOTS = 5
+# No fused multiply-adds: PyTorch rounds a product and a sum separately (``fused_kernels.py``).
+_ROUNDING = {"enable_fp_fusion": False}
+
+
+def available(tensor: torch.Tensor) -> bool:
+    """Whether the fused kernels can judge ``tensor`` (a CUDA tensor of a real floating dtype)."""
+    return tensor.is_cuda and tensor.dtype in _FLOATS and _kernels() is not None
+
+
+@functools.cache
+def _kernels():
+    """The kernels' module, or None where Triton cannot be imported (the PyTorch paths serve)."""
+    try:
+        from runner.worker import fused_kernels
+    except ImportError:
+        return None
+    return fused_kernels
+
+
+def compare_counts(
+    ref: torch.Tensor, got: torch.Tensor, atol: float, rtol: float
+) -> tuple[int, int, int, float, float]:
+    """``(nan_mismatches, inf_mismatches, outside_tolerance, max_abs_error, max_rel_error)`` of two
+    same-shape, same-dtype CUDA floating tensors; one read from the device."""
+    ref_flat, got_flat = ref.reshape(-1).contiguous(), got.reshape(-1).contiguous()
+    n = ref_flat.numel()
+    out = torch.zeros(_SLOTS, dtype=torch.int64, device=ref.device)
+    if n:
+        tolerance = torch.tensor([atol, rtol, TINY], dtype=torch.float64).to(ref.device, non_blocking=False)
+        grid = (-(-n // _BLOCK),)
+        work_fp64 = ref.dtype in (torch.float32, torch.float64)
+        with _own_cache():
+            _kernels().compare_kernel[grid](
+                ref_flat, got_flat, n, tolerance, out, WORK_FP64=work_fp64, BLOCK=_BLOCK, **_ROUNDING
+            )
+    nan_mismatch, inf_mismatch, outside, max_abs, max_rel = out.tolist()
+    return nan_mismatch, inf_mismatch, outside, _as_float(max_abs), _as_float(max_rel)
+
+
+def squared_sums(value: torch.Tensor, reference: torch.Tensor) -> tuple[float, float]:
+    """``(sum((v - r)^2), sum(r^2))`` in float64 over the elements finite in both; one read from the device."""
+    v, r = value.detach().reshape(-1).contiguous(), reference.detach().reshape(-1).contiguous()
+    n = r.numel()
+    blocks = max(1, -(-n // _BLOCK))
+    partial = torch.zeros(2 * blocks, dtype=torch.float64, device=r.device)
+    out = torch.empty(2, dtype=torch.float64, device=r.device)
+    with _own_cache():
+        if n:
+            _kernels().squared_sums_kernel[(blocks,)](v, r, n, partial, BLOCK=_BLOCK, **_ROUNDING)
+        _kernels().sum_pairs_kernel[(1,)](partial, blocks, out, BLOCK=_BLOCK, **_ROUNDING)
+    squared_error, squared_norm = out.tolist()
+    return squared_error, squared_norm
+
+
+def prepare() -> dict:
+    """Compile (or load from Triton's cache) the variants an evaluation usually needs, host only: the
+    comparison for each floating dtype, the float64 error of float32 and float64 values. Returns
+    ``{variant: seconds}``; a variant that fails is recorded, never raised (the job compiles it then)."""
+    done: dict = {}
+    kernels = _kernels()
+    if kernels is None or not torch.cuda.is_available():
+        return {"not done": "no Triton or no CUDA device"}
+    variants = [
+        (
+            f"compare {str(dtype)[6:]}",
+            kernels.compare_kernel,
+            (dtype, dtype, _BLOCK, torch.float64, torch.int64),
+            {"WORK_FP64": dtype in (torch.float32, torch.float64)},
+        )
+        for dtype in _FLOATS
+    ]
+    variants += [
+        (
+            f"squared sums {str(dtype)[6:]}",
+            kernels.squared_sums_kernel,
+            (dtype, torch.float64, _BLOCK, torch.float64),
+            {},
+        )
+        for dtype in (torch.float32, torch.float64)
+    ]
+    variants.append(("sum pairs", kernels.sum_pairs_kernel, (torch.float64, 2, torch.float64), {}))
+    for name, kernel, args, constants in variants:
+        started = time.perf_counter()
+        try:
+            with _own_cache():
+                kernel.warmup(*args, **constants, BLOCK=_BLOCK, grid=(1,), **_ROUNDING)
+        except Exception as exc:
+            done[name] = f"not done: {type(exc).__name__}: {exc}"[:200]
+            continue
+        done[name] = round(time.perf_counter() - started, 4)
+    return done
+
+
+@contextmanager
+def _own_cache():
+    """Triton's cache directory is ``KBENCH_CHECKS_CACHE`` while a check kernel compiles or loads (Triton
+    reads ``TRITON_CACHE_DIR`` at each compile); unchanged where the variable is not set."""
+    where = os.environ.get(CHECKS_CACHE_ENV)
+    if not where:
+        yield
+        return
+    saved = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = where
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = saved
+
+
+def _as_float(bits: int) -> float:
+    return struct.unpack("<d", struct.pack("<q", bits))[0]

@@ -1,0 +1,127 @@
+"""The fused comparison and float64 error (``runner/worker/fused_checks.py``) against the PyTorch paths.
+
+On this machine the kernels run in Triton's interpreter (``TRITON_INTERPRET=1``, in a subprocess: the
+variable must be set before Triton is imported); on a GPU, compiled (``test_gpu.py``). Every case
+must give the same counts and maxima bit for bit, and the same sums to the last few bits (another
+summation order).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from runner.paths import REPO_ROOT
+from runner.worker.compare import compare_outputs
+
+pytest.importorskip("triton")
+
+AGREEMENT = r"""
+import json, sys
+import torch
+from runner.worker import compare, fused_checks, precision
+device = sys.argv[1]
+torch.manual_seed(0)
+cases = []
+for n in (0, 1, 15, 1024, 3000):
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        r = torch.randn(n, device=device).to(dtype)
+        g = (r.double() + 1e-3 * torch.randn(n, device=device, dtype=torch.float64)).to(dtype)
+        if n > 20:  # NaN and infinities where both have them, one NaN and one infinity where only one does, a zero
+            r[3] = g[3] = float("nan"); r[7] = g[7] = float("inf"); r[8] = g[8] = float("-inf"); r[11] = 0.0
+            if n > 1024:
+                g[9] = float("nan"); g[13] = float("-inf"); g[2000] = r[2000] + 1.0
+        atol, rtol = compare.tolerance_for(dtype, None)
+        fused, torch_path = fused_checks.compare_counts(r, g, atol, rtol), compare._counts(r, g, atol, rtol)
+        sums = (fused_checks.squared_sums(g.float(), r.double()), precision._torch_squared_sums(g.float(), r.double()))
+        cases.append({"n": n, "dtype": str(dtype), "fused": fused, "torch": torch_path, "sums": sums})
+print(json.dumps(cases))
+"""
+
+
+def _agreement(device: str) -> list[dict]:
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-c", AGREEMENT, device], capture_output=True, text=True, env=env, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def check_agreement(device: str) -> None:
+    cases = _agreement(device)
+    assert len(cases) == 20
+    for case in cases:
+        assert case["fused"] == case["torch"], case
+        (error, norm), (error_t, norm_t) = case["sums"]
+        assert math.isclose(error, error_t, rel_tol=1e-12, abs_tol=1e-300), case
+        assert math.isclose(norm, norm_t, rel_tol=1e-12, abs_tol=1e-300), case
+    assert any(case["fused"][0] and case["fused"][1] and case["fused"][2] for case in cases)  # every count ran
+    assert all(math.isfinite(case["fused"][4]) for case in cases)
+
+
+def test_fused_kernels_agree_with_pytorch_in_the_interpreter():
+    check_agreement("cpu")
+
+
+def test_relative_maximum_ignores_where_the_reference_is_nan():
+    """Regression: a NaN the candidate matches made the relative maximum NaN (0 / NaN), and the result JSON carried it."""
+    ref = torch.tensor([1.0, float("nan"), 2.0, float("inf")])
+    got = torch.tensor([1.0 + 1e-6, float("nan"), 2.0, float("inf")])
+    result = compare_outputs([ref], [got], None)
+    assert result.ok
+    assert math.isfinite(result.max_rel_error) and result.max_rel_error == pytest.approx(2**-20)  # 1 + 1e-6 in float32
+
+
+def test_check_kernels_have_a_cache_of_their_own(tmp_path, monkeypatch):
+    """A candidate writes into the run's Triton cache (its kernels compile there); the kernels that judge
+    the next candidates compile into and load from another directory, and only while they do."""
+    from runner.executors.base import ExecutorSettings
+    from runner.executors.local import LocalExecutor
+    from runner.worker import fused_checks
+    from runner.worker.protocol import CHECKS_CACHE_ENV
+
+    env = LocalExecutor(ExecutorSettings(cache_dir=tmp_path)).child_env(tmp_path / "home", None)
+    assert env["TRITON_CACHE_DIR"] == str(tmp_path / "triton")
+    assert env[CHECKS_CACHE_ENV] == str(tmp_path / "checks")
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/candidates")
+    monkeypatch.setenv(CHECKS_CACHE_ENV, "/checks")
+    with fused_checks._own_cache():
+        assert os.environ["TRITON_CACHE_DIR"] == "/checks"
+    assert os.environ["TRITON_CACHE_DIR"] == "/candidates"
+    monkeypatch.delenv("TRITON_CACHE_DIR")
+    with pytest.raises(RuntimeError), fused_checks._own_cache():
+        raise RuntimeError("a failing compile")
+    assert "TRITON_CACHE_DIR" not in os.environ  # restored to unset, even after an error
+
+
+PREPARE = r"""
+import json
+from runner.worker import fused_checks
+print(json.dumps(fused_checks.prepare()))
+"""
+
+
+def check_prepare_fills_its_own_cache(tmp_path) -> None:
+    """On a GPU: ``prepare()`` compiles every variant, host only, into ``KBENCH_CHECKS_CACHE`` and nothing
+    into the candidates' ``TRITON_CACHE_DIR``."""
+    from runner.worker.protocol import CHECKS_CACHE_ENV
+
+    checks, candidates = tmp_path / "checks", tmp_path / "candidates"
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TRITON_CACHE_DIR=str(candidates))
+    env[CHECKS_CACHE_ENV] = str(checks)
+    done = subprocess.run([sys.executable, "-c", PREPARE], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    variants = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(variants) == 7 and all(isinstance(seconds, float) for seconds in variants.values()), variants
+    assert list(checks.rglob("*.cubin"))
+    assert not list(candidates.rglob("*.cubin"))
