@@ -104,16 +104,28 @@ def test_check_kernels_have_a_cache_of_their_own(tmp_path, monkeypatch):
     assert "TRITON_CACHE_DIR" not in os.environ  # restored to unset, even after an error
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="about a machine without a CUDA device")
+def test_without_a_gpu_the_checks_stay_on_pytorch():
+    """No CUDA device: ``prepare`` says why it did nothing, and nothing is judged by the kernels."""
+    from runner.worker import fused_checks
+
+    assert fused_checks.prepare() == {"not done": "no Triton or no CUDA device"}
+    assert not fused_checks.available(torch.ones(3))
+
+
 PREPARE = r"""
-import json
+import json, torch
 from runner.worker import fused_checks
-print(json.dumps(fused_checks.prepare()))
+output = torch.ones(4, device="cuda")
+before = fused_checks.available(output)
+variants = fused_checks.prepare()
+print(json.dumps({"variants": variants, "available": [before, fused_checks.available(output)]}))
 """
 
 
 def check_prepare_fills_its_own_cache(tmp_path) -> None:
     """On a GPU: ``prepare()`` compiles every variant, host only, into ``KBENCH_CHECKS_CACHE`` and nothing
-    into the candidates' ``TRITON_CACHE_DIR``."""
+    into the candidates' ``TRITON_CACHE_DIR``; the kernels judge outputs from then on, not before."""
     from runner.worker.protocol import CHECKS_CACHE_ENV
 
     checks, candidates = tmp_path / "checks", tmp_path / "candidates"
@@ -121,7 +133,9 @@ def check_prepare_fills_its_own_cache(tmp_path) -> None:
     env[CHECKS_CACHE_ENV] = str(checks)
     done = subprocess.run([sys.executable, "-c", PREPARE], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    variants = json.loads(done.stdout.strip().splitlines()[-1])
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer["available"] == [False, True]  # used only once prepared: unprepared, PyTorch's ops cost less
+    variants = answer["variants"]
     assert len(variants) == 7 and all(isinstance(seconds, float) for seconds in variants.values()), variants
     assert list(checks.rglob("*.cubin"))
     assert not list(candidates.rglob("*.cubin"))

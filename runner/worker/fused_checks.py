@@ -15,8 +15,8 @@ The float64 error's two sums are taken per block and then summed in one fixed or
 returns the same bits every time; they may differ from ``torch.sum``'s last bits (another order).
 
 ``available(tensor)`` says where these apply: CUDA floating tensors (complex and integer outputs keep
-the PyTorch paths) with Triton importable. ``prepare()`` compiles the usual variants ahead of a job
-without touching the GPU (a spare's head start, ``prewarm.py``).
+the PyTorch paths) in a process whose ``prepare()`` compiled the usual variants ahead of its job
+without touching the GPU (a spare's head start, ``prewarm.py``); elsewhere the PyTorch paths serve.
 
 The kernels are compiled into and loaded from their own directory, ``KBENCH_CHECKS_CACHE`` (set by the
 executors: ``checks/`` beside the run's compile caches for ``local``, the container's private ``/tmp`` for ``docker``),
@@ -46,9 +46,17 @@ _SLOTS = 5
 _ROUNDING = {"enable_fp_fusion": False}
 
 
+# Whether this process prepared every variant (``prepare``; a spare does, before its job). Unprepared,
+# the first call pays Triton's start-up inside the job: 0.5 s with the kernels in the cache, 1.7-2.4 s
+# compiling them (H100), more than PyTorch's ops cost a fresh process (0.3-0.5 s); such a process
+# (a worker started for its job, ``executor.prestart=0``) keeps the PyTorch paths.
+_prepared = False
+
+
 def available(tensor: torch.Tensor) -> bool:
-    """Whether the fused kernels can judge ``tensor`` (a CUDA tensor of a real floating dtype)."""
-    return tensor.is_cuda and tensor.dtype in _FLOATS and _kernels() is not None
+    """Whether the fused kernels judge ``tensor``: a CUDA tensor of a real floating dtype, in a process
+    that prepared them."""
+    return _prepared and tensor.is_cuda and tensor.dtype in _FLOATS
 
 
 @functools.cache
@@ -132,6 +140,8 @@ def prepare() -> dict:
             done[name] = f"not done: {type(exc).__name__}: {exc}"[:200]
             continue
         done[name] = round(time.perf_counter() - started, 4)
+    global _prepared
+    _prepared = all(isinstance(seconds, float) for seconds in done.values())
     return done
 
 
