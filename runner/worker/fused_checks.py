@@ -80,10 +80,9 @@ def compare_counts(
     if n:
         tolerance = torch.tensor([atol, rtol, TINY], dtype=torch.float64).to(ref.device, non_blocking=False)
         grid = (-(-n // _BLOCK),)
-        work_fp64 = ref.dtype in (torch.float32, torch.float64)
         with _own_cache():
             _kernels().compare_kernel[grid](
-                ref_flat, got_flat, n, tolerance, out, WORK_FP64=work_fp64, BLOCK=_BLOCK, **_ROUNDING
+                ref_flat, got_flat, n, tolerance, out, WORK_FP64=_works_in_fp64(ref.dtype), BLOCK=_BLOCK, **_ROUNDING
             )
     nan_mismatch, inf_mismatch, outside, max_abs, max_rel = out.tolist()
     return nan_mismatch, inf_mismatch, outside, _as_float(max_abs), _as_float(max_rel)
@@ -107,7 +106,8 @@ def squared_sums(value: torch.Tensor, reference: torch.Tensor) -> tuple[float, f
 def prepare() -> dict:
     """Compile (or load from Triton's cache) the variants an evaluation usually needs, host only: the
     comparison for each floating dtype, the float64 error of float32 and float64 values. Returns
-    ``{variant: seconds}``; a variant that fails is recorded, never raised (the job compiles it then)."""
+    ``{variant: seconds}``; a variant that fails is recorded, never raised, and leaves this process on
+    the PyTorch paths (``available`` is true only once every variant compiled)."""
     done: dict = {}
     kernels = _kernels()
     if kernels is None or not torch.cuda.is_available():
@@ -117,7 +117,7 @@ def prepare() -> dict:
             f"compare {str(dtype)[6:]}",
             kernels.compare_kernel,
             (dtype, dtype, _BLOCK, torch.float64, torch.int64),
-            {"WORK_FP64": dtype in (torch.float32, torch.float64)},
+            {"WORK_FP64": _works_in_fp64(dtype)},
         )
         for dtype in _FLOATS
     ]
@@ -143,6 +143,12 @@ def prepare() -> dict:
     global _prepared
     _prepared = all(isinstance(seconds, float) for seconds in done.values())
     return done
+
+
+def _works_in_fp64(dtype: torch.dtype) -> bool:
+    """Whether the comparison of ``dtype`` works in float64 (float32 and float64; the 16-bit ones in
+    float32), as ``compare._working_dtype`` chooses for the PyTorch path."""
+    return dtype in (torch.float32, torch.float64)
 
 
 @contextmanager
