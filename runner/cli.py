@@ -123,6 +123,7 @@ def command_run(overrides: list[str], console: Console) -> int:
             file_size_limit_bytes=cfg.executor.file_size_limit_mb << 20,
             env_passthrough=tuple(cfg.executor.env_passthrough),
             prestart=cfg.executor.prestart,
+            start=cfg.executor.start.value,
             in_flight=cfg.executor.in_flight,
             compile_threads=cfg.executor.compile_threads,
             memory_limit_bytes=cfg.executor.memory_limit_mb << 20,

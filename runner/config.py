@@ -39,6 +39,13 @@ class GpuRequest(str, Enum):
     cdi = "cdi"  # a CDI device name, <cdi_kind>=<UUID>, where the host uses CDI
 
 
+class WorkerStart(str, Enum):
+    fork = (
+        "fork"  # local: forked from a fork server per device that imported torch once (runner/executors/fork_server.py)
+    )
+    exec = "exec"  # local: each worker a fresh interpreter
+
+
 class MeasurementIsolation(str, Enum):
     device = ISOLATE_DEVICE  # nothing of the run runs device work beside a measurement
     measurements = ISOLATE_MEASUREMENTS  # measurements exclude each other; unmeasured device work runs beside them
@@ -111,6 +118,8 @@ class ExecutorConfig:
     timeout_s: float = 600.0
     output_limit_mb: int = 64
     prestart: int = 2
+    # How the local executor starts a worker (docker starts a container either way).
+    start: WorkerStart = WorkerStart.fork
     # Evaluations running at once per GPU: their process start, imports, static screen, collection
     # and logging overlap; their device work (reference, candidate, timing) takes turns (a token).
     in_flight: int = 1

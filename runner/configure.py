@@ -20,6 +20,7 @@ VOLATILE_KEYS = (
     ("run", "resume"),
     ("run", "progress"),
     ("executor", "prestart"),
+    ("executor", "start"),
     ("executor", "in_flight"),
     ("executor", "compile_cache_dir"),
     ("executor", "warmup_workers"),

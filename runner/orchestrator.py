@@ -279,6 +279,7 @@ class Orchestrator:
             "timed_out": outcome.timed_out,
             "wall_s": outcome.wall_s,
             "output_truncated": outcome.output_truncated,
+            **outcome.environment,  # the executor's own: a container's id, how a local worker was started
         }
         write_json_atomic(job_dir / OUT_DIR / RESULT_FILE, result.to_dict())
         return job_dir, result

@@ -286,3 +286,59 @@ def test_fused_checks_prepare_into_their_own_cache(tmp_path):
     from tests.test_fused_checks import check_prepare_fills_its_own_cache
 
     check_prepare_fills_its_own_cache(tmp_path)
+
+
+def test_forked_workers_make_their_own_context_and_the_server_none(tmp_path):
+    """The local executor's default start on a GPU: the fork server imports torch but never touches
+    CUDA (a context does not survive a fork), and each worker forked from it makes its own as a
+    spare. Read from NVML's list of compute processes on the GPU while the spare waits for its job."""
+    import os
+    import time
+
+    from runner.executors.base import ExecutorSettings
+    from runner.executors.local import LocalExecutor
+    from runner.gpu.nvml import read_gpu
+
+    executor = LocalExecutor(ExecutorSettings(prestart=1, timeout_s=60, cache_dir=tmp_path / "cache"))
+    job = tmp_path / "job"
+    (job / "out").mkdir(parents=True)  # no job file: the worker refuses it at once
+    try:
+        outcome = executor.run(job, "0")
+        assert outcome.exit_code == 3 and outcome.environment["started_by"] == "fork server"
+        (spare,) = executor.own_pids()
+        (server,) = executor._fork_servers.values()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            on_gpu = set(read_gpu(0)["compute_processes"])
+            if spare in on_gpu:
+                break
+            time.sleep(0.5)
+        assert spare in on_gpu, on_gpu
+        assert server.pid not in on_gpu and os.getpid() not in on_gpu
+    finally:
+        executor.close()
+
+
+def test_reference_through_forked_and_fresh_workers_on_the_gpu(tmp_path):
+    """Two tasks through workers forked from the server (the default) and through fresh interpreters:
+    all correct, each started as its run says."""
+    for start in ("fork", "exec"):
+        proc = kbench(
+            "run",
+            "hardware=h100",
+            "suite=full",
+            "suite.tasks=[gelu_tanh,linear_bias_fp16]",
+            "method=reference",
+            "tracking=off",
+            "executor.prestart=2",
+            f"executor.start={start}",
+            f"run.name=start-{start}",
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (run_dir,) = (tmp_path / "runs").glob(f"*-start-{start}-*")
+        for job in (run_dir / "jobs").iterdir():
+            result = json.loads((job / "out" / "result.json").read_text())
+            assert result["verdict"]["status"] == "correct", result["verdict"]
+            started_by = result["environment"]["sandbox"]["started_by"]
+            assert started_by == ("fork server" if start == "fork" else "fresh interpreter")

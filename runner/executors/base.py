@@ -31,6 +31,7 @@ class ExecutorSettings:
     cache_dir: Path | None = None  # compile caches (inductor, triton) shared within a run
     compile_threads: int = 1  # TORCHINDUCTOR_COMPILE_THREADS inside the sandbox
     prestart: int = 0  # workers started ahead, per device, waiting for their job (imports and CUDA init hidden)
+    start: str = "fork"  # local only: "fork" (from a fork server that imported once) or "exec" (fresh interpreters)
     in_flight: int = 1  # evaluations running at once per device; their measurements take turns on its token
     # Sandbox limits the local executor cannot enforce (it has no cgroup): docker applies them.
     memory_limit_bytes: int = 16 << 30

@@ -9,7 +9,11 @@ environment never reach candidate code. No network isolation: that needs the doc
 
 Start-up is hidden by spares: with ``prestart=N`` the executor keeps N workers that have
 already imported torch (and initialised CUDA) waiting for a job path on stdin. Each process
-still serves exactly one evaluation; a spare never runs GPU work before it gets its job.
+still serves exactly one evaluation; a spare never runs GPU work before it gets its job. With
+``start="fork"`` (the default) the workers are forked from a fork server per device that has
+imported torch and the compiler stack once (``fork_server.py``); ``start="exec"`` starts each one
+as a fresh interpreter, as does a run whose fork server could not start (the executor's
+environment says why).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from runner.executors.base import STARTUP_LIMIT_S, ExecutionOutcome, ExecutorSettings, SparePool, wait_for_worker
+from runner.executors.fork_server import ForkedProcess, ForkServer, ForkServerUnavailable
 from runner.gpu.lock import work_token
 from runner.paths import REPO_ROOT
 from runner.worker.device_token import TOKEN_ENV
@@ -54,19 +59,25 @@ class LocalExecutor:
         self.settings = settings
         self._pool = SparePool()  # several evaluations may be in flight (executor.in_flight)
         # Every worker is started from this one long-lived thread: the parent-death signal
-        # (``_die_with_parent``) fires when the *thread* that started a process ends, and the
+        # (``die_with_parent``) fires when the *thread* that started a process ends, and the
         # dispatch threads that ask for workers end before the workers they pre-started do.
         self._spawner = ThreadPoolExecutor(1, thread_name_prefix="kbench-spawner")
         self._scratch: Path | None = None
+        self._fork_servers: dict[str | None, ForkServer] = {}  # per device; touched by the spawner thread only
+        self._fork_failure: str | None = None  # why workers start as fresh interpreters despite start="fork"
 
     def environment(self) -> dict:
-        return {
+        env = {
             "kind": "host",
             "executor": "local",
             "python": sys.executable,
             "prestart": self.settings.prestart,
+            "start": self.settings.start if self._fork_failure is None else "exec",
             "note": "host environment, not container",
         }
+        if self._fork_failure is not None:
+            env["fork_server_failed"] = self._fork_failure
+        return env
 
     def own_pids(self) -> set[int]:
         return {sandbox.process.pid for sandbox in self._pool.members()}
@@ -74,6 +85,13 @@ class LocalExecutor:
     def close(self) -> None:
         for spare in self._pool.drain():
             spare.discard()
+        self._spawner.submit(self._close_fork_servers).result()
+
+    def _close_fork_servers(self) -> None:
+        for server in self._fork_servers.values():
+            server.close()
+            shutil.rmtree(server.home, ignore_errors=True)
+        self._fork_servers.clear()
 
     def child_env(self, home: Path, gpu: str | None) -> dict[str, str]:
         env = {key: os.environ[key] for key in _ALLOWED_ENV if key in os.environ}
@@ -103,11 +121,55 @@ class LocalExecutor:
             self._scratch = Path(tempfile.mkdtemp(prefix="kbench-cache-"))
         return self._scratch
 
-    def _new_sandbox(self, gpu: str | None) -> _Sandbox:
+    def _new_home(self, prefix: str) -> Path:
         sandboxes = self._cache_dir() / "sandboxes"
         sandboxes.mkdir(parents=True, exist_ok=True)
-        home = Path(tempfile.mkdtemp(prefix="sandbox-", dir=sandboxes))
-        return self._spawner.submit(_Sandbox, self.child_env(home, gpu), home, gpu, self.settings).result()
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=sandboxes))
+
+    def _new_sandbox(self, gpu: str | None) -> _Sandbox:
+        home = self._new_home("sandbox-")
+        return self._spawner.submit(self._start_sandbox, self.child_env(home, gpu), home, gpu).result()
+
+    def _start_sandbox(self, env: dict[str, str], home: Path, gpu: str | None) -> _Sandbox:
+        """In the spawner thread: a worker forked from this device's fork server, else a fresh interpreter."""
+        server = self._fork_server(gpu) if self.settings.start == "fork" and self._fork_failure is None else None
+        if server is not None:
+            try:
+                return _Sandbox(server.spawn(env, home, self.settings.file_size_limit_bytes), home, self.settings)
+            except ForkServerUnavailable as exc:
+                self._fork_failure = str(exc)
+        limit_child = _limits(self.settings.file_size_limit_bytes)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "runner.worker", "--wait"],
+            cwd=home,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=limit_child,
+        )
+        return _Sandbox(process, home, self.settings)
+
+    def _fork_server(self, gpu: str | None) -> ForkServer | None:
+        """This device's fork server, started on first use (its imports take as long as a fresh worker's)."""
+        server = self._fork_servers.pop(gpu, None)
+        if server is not None and server.alive():
+            self._fork_servers[gpu] = server
+            return server
+        if server is not None:
+            server.close()
+            shutil.rmtree(server.home, ignore_errors=True)
+        home = self._new_home("fork-server-")
+        try:
+            server = ForkServer(
+                self.child_env(home, gpu), home, _limits(self.settings.file_size_limit_bytes), STARTUP_LIMIT_S
+            )
+        except ForkServerUnavailable as exc:
+            self._fork_failure = str(exc)
+            return None
+        self._fork_servers[gpu] = server
+        return server
 
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
         job_dir = job_dir.resolve()
@@ -118,28 +180,28 @@ class LocalExecutor:
             return sandbox.run(job_dir)
 
 
+def _limits(file_limit: int):
+    """What a worker process runs before it starts (``preexec_fn``): its limits, and death with the run."""
+
+    def limit_child() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        die_with_parent()
+
+    return limit_child
+
+
 class _Sandbox:
-    """One worker process, started before its job is known and waiting for it on stdin."""
+    """One worker process (a ``Popen`` or a ``ForkedProcess``), started before its job is known and
+    waiting for it on stdin."""
 
-    def __init__(self, env: dict[str, str], home: Path, gpu: str | None, settings: ExecutorSettings) -> None:
-        self.home, self.gpu, self.settings = home, gpu, settings
-        file_limit = settings.file_size_limit_bytes
-
-        def limit_child() -> None:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-            _die_with_parent()
-
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "runner.worker", "--wait"],
-            cwd=home,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=limit_child,
-        )
+    def __init__(self, process, home: Path, settings: ExecutorSettings) -> None:
+        self.process, self.home, self.settings = process, home, settings
+        if isinstance(process, ForkedProcess):
+            # The imports this worker did not pay (its server's, once per device) are on record with it.
+            self.started = {"started_by": "fork server", "fork_server_import_s": process.server.import_s}
+        else:
+            self.started = {"started_by": "fresh interpreter"}
         self.drains = [
             _Drain(pipe, home / name, settings.output_limit_bytes)
             for pipe, name in zip((self.process.stdout, self.process.stderr), _LOGS)
@@ -149,7 +211,7 @@ class _Sandbox:
         return self.process.poll() is None
 
     def discard(self) -> None:
-        _kill_group(self.process.pid)
+        self._kill()
         self.process.wait()
         self._join_drains()
         shutil.rmtree(self.home, ignore_errors=True)
@@ -166,7 +228,7 @@ class _Sandbox:
                 self._wait_until, job_dir / OUT_DIR / STAGE_FILE, started, self.settings
             )
         finally:
-            _kill_group(self.process.pid)
+            self._kill()
             self.process.wait()
         self._join_drains()
         out_dir = job_dir / OUT_DIR
@@ -190,7 +252,15 @@ class _Sandbox:
             stdout_bytes=self.drains[0].total,
             stderr_bytes=self.drains[1].total,
             output_truncated=any(d.total > d.kept for d in self.drains),
+            environment=dict(self.started),
         )
+
+    def _kill(self) -> None:
+        """SIGKILL to the worker's whole process group, while its group id is still its own."""
+        if isinstance(self.process, ForkedProcess):
+            self.process.kill_group()  # the server reaps it, so the server must be the one to signal
+        else:
+            _kill_group(self.process.pid)  # not reaped before ``wait`` below
 
     def _wait_until(self, deadline: float) -> int | None:
         try:
@@ -204,7 +274,7 @@ class _Sandbox:
             drain.join(timeout=5)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Linux: the worker gets SIGKILL when the orchestrator dies (even by SIGKILL)."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)

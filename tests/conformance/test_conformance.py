@@ -28,21 +28,26 @@ from tests.conftest import (
     write_candidates,
 )
 
-EXECUTORS = ["local", pytest.param("docker", marks=pytest.mark.docker)]
+# ``local`` forks its workers from a fork server (the default); ``local-exec`` starts each as a fresh
+# interpreter (``executor.start=exec``): both ways must end every case the same.
+EXECUTORS = ["local", "local-exec", pytest.param("docker", marks=pytest.mark.docker)]
+KIND = {"local": "local", "local-exec": "local", "docker": "docker"}
 # Per executor: what the run is given beyond the shared settings. Docker's limits are set low so
 # that the fork bomb and the memory hog meet them quickly.
 EXTRA = {
     "local": (),
+    "local-exec": ("executor.start=exec",),
     "docker": ("executor.pids_limit=64", "executor.memory_limit_mb=1024"),
 }
 
 
 @pytest.fixture(scope="module", params=EXECUTORS)
 def conformance(request, tmp_path_factory):
-    executor = request.param
+    label = request.param
+    executor = KIND[label]
     if executor == "docker":
         require_docker()
-    tmp = tmp_path_factory.mktemp(f"conformance-{executor}")
+    tmp = tmp_path_factory.mktemp(f"conformance-{label}")
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
@@ -62,12 +67,12 @@ def conformance(request, tmp_path_factory):
             "method.directory.integrity_policy=off",
             "tracking=off",
             "run.progress=false",
-            f"run.name=conformance-{executor}",
+            f"run.name=conformance-{label}",
             f"executor={executor}",
             "executor.timeout_s=20",
             "executor.output_limit_mb=1",
             "executor.prestart=1",
-            *EXTRA[executor],
+            *EXTRA[label],
             *FAST_TIMING,
             cwd=tmp,
             env=SECRETS,
@@ -148,11 +153,19 @@ def test_the_run_records_its_environment(conformance):
     assert manifest["environment"]["executor"] == env
     if executor == "local":
         assert env["note"] == "host environment, not container"
+        start = "exec" if "conformance-local-exec" in run_dir.name else "fork"
+        assert env["start"] == start and "fork_server_failed" not in env
+        started_by = {row["sandbox"]["started_by"] for row in _environments(run_dir)}
+        assert started_by == {"fork server" if start == "fork" else "fresh interpreter"}
     else:
         from runner.executors.image_lock import read_lock
 
         assert env["image_id"] == read_lock()["cpu"].id and env["lock_check"] == "matched"
         assert "container from kbench-cpu" in (run_dir / "report.md").read_text()
+
+
+def _environments(run_dir: Path) -> list[dict]:
+    return [json.loads(path.read_text())["environment"] for path in run_dir.glob("jobs/*/out/result.json")]
 
 
 # -- isolation only the docker executor has ------------------------------------------------

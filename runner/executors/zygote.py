@@ -1,0 +1,178 @@
+"""The fork server's own process (``python -m runner.executors.zygote FD``): imports once, forks workers.
+
+Started by ``fork_server.ForkServer`` for the local executor, one per device, with the same
+scrubbed environment its workers get. It imports torch, the compiler stack and the worker's
+modules (11-16 s in a fresh process on the H100 machines), never initialises CUDA (a CUDA
+context does not survive a fork), and then forks one worker per request: the child takes the
+pipes it was sent as stdin, stdout and stderr, starts its own session, takes the request's
+limits, directory and environment, and runs the worker's ``--wait`` entry point exactly as a
+fresh ``python -m runner.worker --wait`` would, making its own CUDA context.
+
+It owns the reaping of its children: when one exits, the rest of its process group is killed
+before the exit status is reaped and reported, so nothing a candidate started outlives it and a
+process-group id is never signalled after it could have been reused. A ``kill`` request is
+honoured only for a child not yet reaped, for the same reason.
+
+Messages are JSON, one per datagram of a ``SOCK_SEQPACKET`` socket; a spawn request carries its
+three descriptors alongside (``SCM_RIGHTS``). The server exits, killing every child's group, when
+the socket closes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+import traceback
+
+MAX_MESSAGE = 1 << 20
+
+
+def main(argv: list[str]) -> int:
+    started = time.perf_counter()
+    channel = socket.socket(fileno=int(argv[0]))
+    # The worker's imports, paid once here (the same ones a spare makes before its job).
+    import torch
+    import torch._dynamo  # noqa: F401
+    import torch._inductor.compile_fx  # noqa: F401
+
+    import runner.worker.evaluate  # noqa: F401
+    from runner.executors.local import die_with_parent  # noqa: F401 (used by each child)
+    from runner.worker.prewarm import prewarm_compiler
+
+    prewarm_compiler(None)  # host-only steps: the compiler's modules and torch's source key
+    if torch.cuda.is_initialized():
+        _send(channel, {"failed_start": "CUDA was initialised while importing; a fork would not inherit it"})
+        return 1
+    _send(channel, {"ready": os.getpid(), "import_s": round(time.perf_counter() - started, 3)})
+    return _serve(channel)
+
+
+def _serve(channel: socket.socket) -> int:
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # the handler only has to exist: the wakeup fd does the work
+    selector = selectors.DefaultSelector()
+    selector.register(channel, selectors.EVENT_READ)
+    selector.register(wake_read, selectors.EVENT_READ)
+    own = (channel.fileno(), wake_read, wake_write, selector.fileno())
+    children: set[int] = set()
+    while True:
+        for key, _ in selector.select():
+            if key.fileobj is channel:
+                data, fds, _, _ = socket.recv_fds(channel, MAX_MESSAGE, 3)
+                if not data:
+                    for pid in children:
+                        _kill_group(pid)
+                    return 0
+                _handle(channel, json.loads(data), fds, children, own)
+            else:
+                os.read(wake_read, 4096)
+        _reap(channel, children)
+
+
+def _handle(channel: socket.socket, message: dict, fds: list[int], children: set[int], own: tuple) -> None:
+    if message.get("op") == "kill":
+        if message["pid"] in children:  # not yet reaped: its group id cannot have been reused
+            _kill_group(message["pid"])
+        return
+    if len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        _send(channel, {"spawn_failed": message["id"], "error": f"expected 3 descriptors, got {len(fds)}"})
+        return
+    server = os.getpid()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        for fd in fds:
+            os.close(fd)
+        _send(channel, {"spawn_failed": message["id"], "error": f"fork: {exc}"})
+        return
+    if pid == 0:
+        _become_worker(message, fds, own, server)  # never returns
+    for fd in fds:
+        os.close(fd)
+    children.add(pid)
+    _send(channel, {"spawned": message["id"], "pid": pid})
+
+
+def _reap(channel: socket.socket, children: set[int]) -> None:
+    """Every child that has exited: kill what is left of its group, then reap it and report how it ended."""
+    while children:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return
+        if info is None or info.si_pid == 0:
+            return
+        pid = info.si_pid
+        _kill_group(pid)  # the leader is a zombie until reaped, so its group id is still its own
+        _, status = os.waitpid(pid, 0)
+        children.discard(pid)
+        _send(channel, {"exited": pid, "code": os.waitstatus_to_exitcode(status)})
+
+
+def _become_worker(message: dict, fds: list[int], own: tuple, server: int) -> None:
+    """In the forked child: become what ``python -m runner.worker --wait`` would be, then exit."""
+    code = 1
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in own:
+            os.close(fd)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.setsid()
+        _limit(message["file_size_limit"], server)
+        os.chdir(message["cwd"])
+        os.environ.clear()
+        os.environ.update(message["env"])
+        sys.argv = [sys.argv[0], "--wait"]
+        from runner.worker.evaluate import main as worker_main
+
+        code = worker_main(["--wait"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _limit(file_size_limit: int, server: int) -> None:
+    """The limits a fresh worker gets from ``local._Sandbox``, and death with the server (which dies with the run)."""
+    import resource
+
+    from runner.executors.local import die_with_parent
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    die_with_parent()
+    if os.getppid() != server:  # the server died before the signal was armed
+        os._exit(1)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _send(channel: socket.socket, message: dict) -> None:
+    channel.send(json.dumps(message).encode())  # one datagram: SOCK_SEQPACKET never splits it
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

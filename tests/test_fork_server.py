@@ -1,0 +1,222 @@
+"""The local executor's fork server: workers forked from it behave as fresh interpreters do.
+
+Real processes throughout: a real server (it imports torch), real forked workers, real runs. The
+conformance suite (``tests/conformance/``) runs its hostile candidates through forked workers
+(the default) and through fresh interpreters (``executor.start=exec``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from runner.executors.base import ExecutorSettings
+from runner.executors.fork_server import ForkServer, ForkServerUnavailable
+from runner.executors.local import LocalExecutor, _limits
+from tests.conftest import (
+    FAST_TIMING,
+    HONEST_CANDIDATE,
+    kbench,
+    make_kernelbench_dir,
+    processes_under,
+    results_of,
+    write_candidates,
+)
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    return {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(REPO),
+        "PYTHONHASHSEED": "0",
+        "PYTHONUNBUFFERED": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+        "HOME": str(home),
+        **extra,
+    }
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    home = tmp_path_factory.mktemp("server")
+    started = ForkServer(_env(home, ONLY_THE_SERVER="1"), home, _limits(1 << 30), 300)
+    yield started
+    started.close()
+
+
+def _job_dir(tmp_path: Path) -> Path:
+    """A job folder with no job file: the worker refuses it with exit code 3 and one line on stderr."""
+    job = tmp_path / "job"
+    (job / "out").mkdir(parents=True)
+    return job
+
+
+def test_a_forked_worker_takes_its_job_on_stdin_and_reports_how_it_ended(server, tmp_path: Path):
+    home = tmp_path / "home"
+    home.mkdir()
+    worker = server.spawn(_env(home), home, 1 << 30)
+    assert worker.poll() is None and worker.pid != server.pid
+    worker.stdin.write(f"{_job_dir(tmp_path)}\n".encode())
+    worker.stdin.close()
+    assert worker.wait(60) == 3
+    assert b"job.json" in worker.stderr.read()
+    assert worker.stdout.read() == b""
+
+
+def test_a_forked_worker_has_its_own_session_directory_and_limits(server, tmp_path: Path):
+    """Kernel state a fresh interpreter would have, read from /proc while the worker waits for its job.
+    (Its environment is checked from inside a real evaluation: ``test_forked_and_fresh_workers_...``.)"""
+    home = tmp_path / "home"
+    home.mkdir()
+    worker = server.spawn(_env(home), home, 12345 << 10)
+    try:
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{worker.pid}/cwd").resolve() != home.resolve() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert Path(f"/proc/{worker.pid}/cwd").resolve() == home.resolve()
+        assert os.getsid(worker.pid) == worker.pid and os.getpgid(worker.pid) == worker.pid
+        limits = Path(f"/proc/{worker.pid}/limits").read_text().splitlines()
+        assert str(12345 << 10) in next(line for line in limits if line.startswith("Max file size"))
+        assert next(line for line in limits if line.startswith("Max core file size")).split()[4:6] == ["0", "0"]
+    finally:
+        worker.kill_group()
+    assert worker.wait(30) == -signal.SIGKILL
+
+
+def test_killing_the_server_ends_its_workers(tmp_path: Path):
+    home = tmp_path / "server"
+    home.mkdir()
+    server = ForkServer(_env(home), home, _limits(1 << 30), 300)
+    worker = server.spawn(_env(home), home, 1 << 30)
+    os.kill(server.pid, signal.SIGKILL)
+    assert worker.wait(30) == -signal.SIGKILL
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{worker.pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{worker.pid}") or "\nState:\tZ" in Path(f"/proc/{worker.pid}/status").read_text()
+    assert not server.alive()
+    with pytest.raises(ForkServerUnavailable):
+        server.spawn(_env(home), home, 1 << 30)
+    server.close()
+
+
+def _unimportable_runner(root: Path) -> str:
+    """A PYTHONPATH whose ``runner`` package fails to import: a server started with it cannot start."""
+    (root / "runner").mkdir(parents=True)
+    (root / "runner" / "__init__.py").write_text('raise ImportError("kbench test: this runner is broken")\n')
+    return str(root)
+
+
+def test_a_server_that_cannot_start_says_why(tmp_path: Path):
+    env = _env(tmp_path, PYTHONPATH=_unimportable_runner(tmp_path / "path"))
+    with pytest.raises(ForkServerUnavailable, match="did not start.*this runner is broken"):
+        ForkServer(env, tmp_path, _limits(1 << 30), 60)
+
+
+def test_the_executor_falls_back_to_fresh_interpreters_and_records_why(tmp_path: Path, monkeypatch):
+    """A fork server that fails to start costs the run its speed, never its evaluations. (The failure
+    is real: the server is given a PYTHONPATH whose ``runner`` cannot be imported.)"""
+    executor = LocalExecutor(ExecutorSettings(timeout_s=60, cache_dir=tmp_path / "cache"))
+    real_env = executor.child_env
+    broken = _unimportable_runner(tmp_path / "path")
+
+    def broken_for_the_server(home: Path, gpu):
+        env = real_env(home, gpu)
+        if home.name.startswith("fork-server-"):
+            env["PYTHONPATH"] = broken
+        return env
+
+    monkeypatch.setattr(executor, "child_env", broken_for_the_server)
+    try:
+        outcome = executor.run(_job_dir(tmp_path), None)
+    finally:
+        executor.close()
+    assert outcome.exit_code == 3
+    assert outcome.environment == {"started_by": "fresh interpreter"}
+    recorded = executor.environment()
+    assert recorded["start"] == "exec" and "this runner is broken" in recorded["fork_server_failed"]
+
+
+# Run at the candidate's import, in the worker: what it can see of its process.
+_PROBE = """
+import json as _json, os as _os, resource as _resource
+with open("probe.json", "w") as _note:
+    _json.dump(
+        {
+            **{key: value for key, value in _os.environ.items()},
+            "own_session": _os.getsid(0) == _os.getpid(),
+            "file_size_limit": _resource.getrlimit(_resource.RLIMIT_FSIZE)[0],
+        },
+        _note,
+        sort_keys=True,
+    )
+
+"""
+
+
+def _result_environments(run_dir: Path) -> dict[str, dict]:
+    out = {}
+    for path in run_dir.glob("jobs/*/out/result.json"):
+        result = json.loads(path.read_text())
+        out[f"{result['task_id']}:{result['candidate_hash']}"] = result
+    return out
+
+
+def test_forked_and_fresh_workers_record_the_same_environment_and_verdicts(tmp_path: Path):
+    """Two runs of the same evaluations, one per way of starting a worker: the same verdicts, and the
+    same worker environment (versions, threads, numerics flags) in every result; only how the
+    worker was started differs, and the executor's record says so."""
+    names = ["1_a", "2_b"]
+    suite = make_kernelbench_dir(tmp_path / "kb", names)
+    cands = write_candidates(tmp_path / "cands", {name: _PROBE + HONEST_CANDIDATE for name in names})
+    runs, probes = {}, {}
+    for start in ("fork", "exec"):
+        proc = kbench(
+            "run",
+            "suite=kernelbench",
+            f"suite.path={suite}",
+            "method=[reference,directory]",
+            f"method.directory.path={cands}",
+            "method.directory.integrity_policy=off",
+            "tracking=off",
+            "executor.prestart=1",
+            f"executor.start={start}",
+            f"run.name={start}",
+            *FAST_TIMING,
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (run_dir,) = (tmp_path / "runs").glob(f"*-{start}-*")
+        assert all(row["verdict"] == "correct" for row in results_of(run_dir))
+        runs[start] = _result_environments(run_dir)
+        # The run's own folder (its compile caches) is in some variables: one placeholder for both runs.
+        notes = [path.read_text().replace(str(run_dir), "<run>") for path in run_dir.glob("jobs/*/out/probe.json")]
+        probes[start] = [json.loads(note) for note in sorted(notes)]
+    assert runs["fork"].keys() == runs["exec"].keys() and len(runs["fork"]) == 4
+    for key, forked in runs["fork"].items():
+        fresh = runs["exec"][key]
+        assert forked["environment"]["sandbox"]["started_by"] == "fork server"
+        assert forked["environment"]["sandbox"]["fork_server_import_s"] > 0
+        assert fresh["environment"]["sandbox"]["started_by"] == "fresh interpreter"
+        assert forked["environment"]["executor"]["start"] == "fork"
+        assert fresh["environment"]["executor"]["start"] == "exec"
+        for field in ("python", "torch", "triton", "torch_threads", "allow_tf32_matmul", "float32_matmul_precision"):
+            assert forked["environment"][field] == fresh["environment"][field], field
+        assert forked["verdict"]["status"] == fresh["verdict"]["status"] == "correct"
+    # Seen from inside the candidate: the same environment (HOME aside, a folder per sandbox), its own
+    # session, the same file-size limit.
+    assert len(probes["fork"]) == len(probes["exec"]) == 2
+    for forked, fresh in zip(probes["fork"], probes["exec"]):
+        assert forked.pop("HOME") != fresh.pop("HOME")
+        assert forked == fresh
+        assert forked["own_session"] and forked["file_size_limit"] == 2048 << 20
+    assert not processes_under(tmp_path)
