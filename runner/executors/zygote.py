@@ -35,6 +35,10 @@ MAX_MESSAGE = 1 << 20
 def main(argv: list[str]) -> int:
     started = time.perf_counter()
     channel = socket.socket(fileno=int(argv[0]))
+    # Asked during the imports whether CUDA is there, torch answers from NVML with this set, not
+    # from the CUDA runtime, which would initialise the driver in this process and mark every child
+    # a "bad fork" that may not use CUDA. Removed after: the workers get their own environment.
+    os.environ[_NVML_CHECK] = "1"
     # The worker's imports, paid once here (the same ones a spare makes before its job).
     import torch
     import torch._dynamo  # noqa: F401
@@ -45,11 +49,34 @@ def main(argv: list[str]) -> int:
     from runner.worker.prewarm import prewarm_compiler
 
     prewarm_compiler(None)  # host-only steps: the compiler's modules and torch's source key
-    if torch.cuda.is_initialized():
-        _send(channel, {"failed_start": "CUDA was initialised while importing; a fork would not inherit it"})
+    del os.environ[_NVML_CHECK]
+    why = _why_children_cannot_use_cuda(torch)
+    if why:
+        _send(channel, {"failed_start": why})
         return 1
     _send(channel, {"ready": os.getpid(), "import_s": round(time.perf_counter() - started, 3)})
     return _serve(channel)
+
+
+_NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+
+
+def _why_children_cannot_use_cuda(torch) -> str | None:
+    """None if a child forked now may make its own CUDA context; else why not. Asked of a real
+    child: torch marks its children when this process touched the CUDA runtime (even only to
+    count devices), which a flag of this process does not show."""
+    if torch.cuda.is_initialized():
+        return "CUDA was initialised in the server while importing"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(3 if torch.cuda._is_in_bad_fork() else 0)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code == 3:
+        return "the server's imports touched the CUDA runtime, so torch refuses CUDA in its forked children"
+    return None if code == 0 else f"a probe child forked from the server ended with {code}"
 
 
 def _serve(channel: socket.socket) -> int:
