@@ -96,7 +96,7 @@ def command_run(overrides: list[str], console: Console) -> int:
     from runner.executors import ExecutorSettings, make_executor, preflight
     from runner.executors.image_lock import LOCK_PATH
     from runner.gpu.nvml import read_gpu
-    from runner.orchestrator import Orchestrator, RunAborted, plan
+    from runner.orchestrator import Orchestrator, RunAborted, lane_gpu_ids, plan
     from runner.registry import UnknownName
     from runner.rundir import RunDirBusy, config_hash, open_run_dir
     from runner.tasks.model import TaskError
@@ -176,6 +176,8 @@ def command_run(overrides: list[str], console: Console) -> int:
         executor = make_executor(requested, executor_settings)
     except ExecutorUnavailable as exc:
         raise UserError(str(exc)) from None
+    # The local executor's fork servers import now, while the run sets itself up (MLflow and the rest).
+    executor.prepare(lane_gpu_ids(settings))
     manifest = run_dir.read_manifest()
     host = host_fingerprint()
     if not manifest:

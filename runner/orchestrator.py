@@ -100,6 +100,17 @@ class RunAborted(RuntimeError):
     """The run stopped before its end for a reason that is not a candidate's (one line; finished work kept)."""
 
 
+def lane_gpu_id(index: int, reading: dict | None = None) -> str:
+    """The id a lane's sandboxes are pinned to: the GPU's UUID, or its index where NVML cannot say."""
+    reading = read_gpu(index) if reading is None else reading
+    return reading["uuid"] if reading.get("available") else str(index)
+
+
+def lane_gpu_ids(settings: RunSettings) -> list[str | None]:
+    """Every lane's id, as ``Orchestrator`` will pin them (None: the host, for a CPU run)."""
+    return [lane_gpu_id(index) for index in settings.gpus] if settings.device == "cuda" else [None]
+
+
 @dataclass(frozen=True)
 class Lane:
     """One device of the run: its NVML index, the id its sandboxes are pinned to (UUID, or the index
@@ -291,7 +302,7 @@ class Orchestrator:
         lanes = []
         for index in self.settings.gpus:
             reading = read_gpu(index)
-            lanes.append(Lane(index, reading["uuid"] if reading.get("available") else str(index), reading))
+            lanes.append(Lane(index, lane_gpu_id(index, reading), reading))
         return lanes
 
     def _chunks(self, todo: list[Evaluation]) -> list[list[Evaluation]]:

@@ -220,3 +220,24 @@ def test_forked_and_fresh_workers_record_the_same_environment_and_verdicts(tmp_p
         assert forked == fresh
         assert forked["own_session"] and forked["file_size_limit"] == 2048 << 20
     assert not processes_under(tmp_path)
+
+
+def test_prepare_starts_the_server_before_any_evaluation(tmp_path: Path):
+    """``prepare`` (called by the CLI before the run's own set-up) starts the server in the background
+    and returns at once; the first evaluation is forked from that same server."""
+    executor = LocalExecutor(ExecutorSettings(timeout_s=60, cache_dir=tmp_path / "cache"))
+    try:
+        started = time.perf_counter()
+        executor.prepare([None])
+        assert time.perf_counter() - started < 1.0
+        deadline = time.monotonic() + 120
+        while not executor._fork_servers and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (server,) = executor._fork_servers.values()
+        assert not executor.own_pids()  # nothing forked yet: the server is not a worker
+        outcome = executor.run(_job_dir(tmp_path), None)
+        assert outcome.exit_code == 3 and outcome.environment["started_by"] == "fork server"
+        assert list(executor._fork_servers.values()) == [server] and server.alive()
+    finally:
+        executor.close()
+    assert not server.alive()

@@ -70,6 +70,10 @@ class Executor(Protocol):
     def own_pids(self) -> set[int]:
         """Processes of this executor that may hold a GPU context between evaluations."""
 
+    def prepare(self, gpus: list[str | None]) -> None:
+        """Start, in the background, what may start before any device is locked: nothing that touches
+        a device (the local executor's fork servers). Returns at once."""
+
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
         """Run the worker on ``job_dir`` (pinned to ``gpu``, a UUID or index, when given)."""
 

@@ -95,6 +95,9 @@ class DockerExecutor:
             pids |= container.host_pids()
         return pids
 
+    def prepare(self, gpus: list[str | None]) -> None:
+        """Nothing: a container started now would start its worker before the device is locked."""
+
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
         job_dir = job_dir.resolve()
         container = self._pool.take(gpu, lambda spare: spare.waiting()) or Container(self, gpu)

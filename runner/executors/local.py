@@ -171,6 +171,13 @@ class LocalExecutor:
         self._fork_servers[gpu] = server
         return server
 
+    def prepare(self, gpus: list[str | None]) -> None:
+        """Start each device's fork server now (imports only; it never touches a device), so its
+        import overlaps the run's own set-up rather than delaying the first evaluation."""
+        if self.settings.start == "fork":
+            for gpu in gpus:
+                self._spawner.submit(self._fork_server, gpu)
+
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
         job_dir = job_dir.resolve()
         sandbox = self._pool.take(gpu, lambda spare: spare.alive()) or self._new_sandbox(gpu)
