@@ -95,6 +95,7 @@ def command_run(overrides: list[str], console: Console) -> int:
     from runner.configure import ConfigError, compose_config, hashed_yaml, to_settings
     from runner.executors import ExecutorSettings, make_executor, preflight
     from runner.executors.image_lock import LOCK_PATH
+    from runner.executors.local import LocalExecutor
     from runner.gpu.nvml import read_gpu
     from runner.orchestrator import Orchestrator, RunAborted, lane_gpu_ids, plan
     from runner.registry import UnknownName
@@ -247,6 +248,8 @@ def command_run(overrides: list[str], console: Console) -> int:
             console.print("compile warm-up off: containers have private compile caches (executor.shared_compile_cache)")
     else:
         warmup_executor = make_executor(requested, replace(executor_settings, prestart=0, in_flight=1))
+        if isinstance(warmup_executor, LocalExecutor) and isinstance(executor, LocalExecutor):
+            warmup_executor.borrow_fork_servers(executor)
     orchestrator = Orchestrator(settings, run_dir, executor, sink, console, host["git_commit"], warmup_executor)
     started = time.perf_counter()
     try:
@@ -257,6 +260,8 @@ def command_run(overrides: list[str], console: Console) -> int:
         manifest["wall_s"] = manifest.get("wall_s", 0.0) + time.perf_counter() - started
         manifest["warmup_s"] = manifest.get("warmup_s", 0.0) + orchestrator.warmup_s
         run_dir.write_manifest(manifest)
+        if warmup_executor is not None:
+            warmup_executor.close()
         executor.close()
     manifest["status"] = "finished"
     manifest["finished"] = time.time()

@@ -65,6 +65,12 @@ class LocalExecutor:
         self._scratch: Path | None = None
         self._fork_servers: dict[str | None, ForkServer] = {}  # per device; touched by the spawner thread only
         self._fork_failure: str | None = None  # why workers start as fresh interpreters despite start="fork"
+        self._server_owner: LocalExecutor = self  # whose fork servers this executor's workers are forked from
+
+    def borrow_fork_servers(self, owner: LocalExecutor) -> None:
+        """Fork this executor's workers from ``owner``'s servers (same environment: the compile warm-up's
+        executor borrows the run's, so the imports are paid once per device, not once per executor)."""
+        self._server_owner = owner
 
     def environment(self) -> dict:
         env = {
@@ -132,7 +138,7 @@ class LocalExecutor:
 
     def _start_sandbox(self, env: dict[str, str], home: Path, gpu: str | None) -> _Sandbox:
         """In the spawner thread: a worker forked from this device's fork server, else a fresh interpreter."""
-        server = self._fork_server(gpu) if self.settings.start == "fork" and self._fork_failure is None else None
+        server = self._server_for(gpu) if self.settings.start == "fork" and self._fork_failure is None else None
         if server is not None:
             try:
                 return _Sandbox(server.spawn(env, home, self.settings.file_size_limit_bytes), home, self.settings)
@@ -150,6 +156,16 @@ class LocalExecutor:
             preexec_fn=limit_child,
         )
         return _Sandbox(process, home, self.settings)
+
+    def _server_for(self, gpu: str | None) -> ForkServer | None:
+        owner = self._server_owner
+        if owner is self:
+            return self._fork_server(gpu)
+        # Asked of the owner's spawner thread: only that thread starts or replaces its servers.
+        server = owner._spawner.submit(owner._fork_server, gpu).result()
+        if server is None:
+            self._fork_failure = owner._fork_failure
+        return server
 
     def _fork_server(self, gpu: str | None) -> ForkServer | None:
         """This device's fork server, started on first use (its imports take as long as a fresh worker's)."""
