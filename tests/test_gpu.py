@@ -292,7 +292,6 @@ def test_forked_workers_make_their_own_context_and_the_server_none(tmp_path):
     """The local executor's default start on a GPU: the fork server imports torch but never touches
     CUDA (a context does not survive a fork), and each worker forked from it makes its own as a
     spare. Read from NVML's list of compute processes on the GPU while the spare waits for its job."""
-    import os
     import time
 
     from runner.executors.base import ExecutorSettings
@@ -314,7 +313,7 @@ def test_forked_workers_make_their_own_context_and_the_server_none(tmp_path):
                 break
             time.sleep(0.5)
         assert spare in on_gpu, on_gpu
-        assert server.pid not in on_gpu and os.getpid() not in on_gpu
+        assert server.pid not in on_gpu  # (this test's own process may hold one: earlier GPU tests ran in it)
     finally:
         executor.close()
 
