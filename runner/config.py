@@ -40,9 +40,7 @@ class GpuRequest(str, Enum):
 
 
 class WorkerStart(str, Enum):
-    fork = (
-        "fork"  # local: forked from a fork server per device that imported torch once (runner/executors/fork_server.py)
-    )
+    fork = "fork"  # local: forked from a server per device that imported torch once (executors/fork_server.py)
     exec = "exec"  # local: each worker a fresh interpreter
 
 

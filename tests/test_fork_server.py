@@ -144,6 +144,7 @@ def test_the_executor_falls_back_to_fresh_interpreters_and_records_why(tmp_path:
     assert outcome.environment == {"started_by": "fresh interpreter"}
     recorded = executor.environment()
     assert recorded["start"] == "exec" and "this runner is broken" in recorded["fork_server_failed"]
+    assert not list((tmp_path / "cache" / "sandboxes").iterdir())  # the failed server's folder too
 
 
 # Run at the candidate's import, in the worker: what it can see of its process.

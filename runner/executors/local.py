@@ -182,7 +182,8 @@ class LocalExecutor:
                 self.child_env(home, gpu), home, _limits(self.settings.file_size_limit_bytes), STARTUP_LIMIT_S
             )
         except ForkServerUnavailable as exc:
-            self._fork_failure = str(exc)
+            self._fork_failure = str(exc)  # its log's last line is in the message
+            shutil.rmtree(home, ignore_errors=True)
             return None
         self._fork_servers[gpu] = server
         return server
