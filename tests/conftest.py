@@ -148,6 +148,19 @@ def make_kernelbench_dir(root: Path, names: list[str], source: str = SMALL_TASK)
     return root
 
 
+def reference_and_directory(suite: Path, candidates: Path) -> tuple[str, ...]:
+    """``kbench run`` arguments: the reference and the directory method over a KernelBench-layout
+    ``suite``, with the static screen off (the sandbox's behaviour is under test, not the screen)."""
+    return (
+        "run",
+        "suite=kernelbench",
+        f"suite.path={suite}",
+        "method=[reference,directory]",
+        f"method.directory.path={candidates}",
+        "method.directory.integrity_policy=off",
+    )
+
+
 def write_candidates(root: Path, candidates: dict[str, str]) -> Path:
     """Candidate files for the directory method: ``root/level1/<name>.py``."""
     level = root / "level1"

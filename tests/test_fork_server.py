@@ -24,6 +24,7 @@ from tests.conftest import (
     kbench,
     make_kernelbench_dir,
     processes_under,
+    reference_and_directory,
     results_of,
     write_candidates,
 )
@@ -182,12 +183,7 @@ def test_forked_and_fresh_workers_record_the_same_environment_and_verdicts(tmp_p
     runs, probes = {}, {}
     for start in ("fork", "exec"):
         proc = kbench(
-            "run",
-            "suite=kernelbench",
-            f"suite.path={suite}",
-            "method=[reference,directory]",
-            f"method.directory.path={cands}",
-            "method.directory.integrity_policy=off",
+            *reference_and_directory(suite, cands),
             "tracking=off",
             "executor.prestart=1",
             f"executor.start={start}",

@@ -15,7 +15,8 @@ from tests.conftest import FAST_TIMING, kbench, make_kernelbench_dir, result_rec
 pytestmark = pytest.mark.gpu
 
 
-def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
+def _two_reference_tasks(tmp_path, name: str, *overrides: str) -> list[dict]:
+    """The results of a reference run over two tasks on the H100 configuration."""
     proc = kbench(
         "run",
         "hardware=h100",
@@ -23,13 +24,17 @@ def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
         "suite.tasks=[gelu_tanh,linear_bias_fp16]",
         "method=reference",
         "tracking=off",
-        "run.name=gpu_check",
+        f"run.name={name}",
+        *overrides,
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (run_dir,) = (tmp_path / "runs").iterdir()
-    for job in (run_dir / "jobs").iterdir():
-        result = json.loads((job / "out" / "result.json").read_text())
+    (run_dir,) = (tmp_path / "runs").glob(f"*-{name}-*")
+    return [json.loads((job / "out" / "result.json").read_text()) for job in (run_dir / "jobs").iterdir()]
+
+
+def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
+    for result in _two_reference_tasks(tmp_path, "gpu_check"):
         assert result["verdict"]["status"] == "correct", result["verdict"]
         assert result["timing"]["clock"] == "cuda_events" and result["timing"]["cache"] == "cold"
         assert {t["shape"] for t in result["trials"]} == {"small", "perf"}
@@ -322,22 +327,9 @@ def test_reference_through_forked_and_fresh_workers_on_the_gpu(tmp_path):
     """Two tasks through workers forked from the server (the default) and through fresh interpreters:
     all correct, each started as its run says."""
     for start in ("fork", "exec"):
-        proc = kbench(
-            "run",
-            "hardware=h100",
-            "suite=full",
-            "suite.tasks=[gelu_tanh,linear_bias_fp16]",
-            "method=reference",
-            "tracking=off",
-            "executor.prestart=2",
-            f"executor.start={start}",
-            f"run.name=start-{start}",
-            cwd=tmp_path,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        (run_dir,) = (tmp_path / "runs").glob(f"*-start-{start}-*")
-        for job in (run_dir / "jobs").iterdir():
-            result = json.loads((job / "out" / "result.json").read_text())
+        results = _two_reference_tasks(tmp_path, f"start-{start}", "executor.prestart=2", f"executor.start={start}")
+        assert len(results) == 2
+        for result in results:
             assert result["verdict"]["status"] == "correct", result["verdict"]
             started_by = result["environment"]["sandbox"]["started_by"]
             assert started_by == ("fork server" if start == "fork" else "fresh interpreter")

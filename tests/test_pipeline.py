@@ -15,6 +15,7 @@ from tests.conftest import (
     kbench,
     make_kernelbench_dir,
     processes_under,
+    reference_and_directory,
     results_of,
     write_candidates,
 )
@@ -26,12 +27,7 @@ def test_prestart_and_warmup(tmp_path: Path):
     suite = make_kernelbench_dir(tmp_path / "kb", NAMES)
     cands = write_candidates(tmp_path / "cands", {name: HONEST_CANDIDATE for name in NAMES})
     proc = kbench(
-        "run",
-        "suite=kernelbench",
-        f"suite.path={suite}",
-        "method=[reference,directory]",
-        f"method.directory.path={cands}",
-        "method.directory.integrity_policy=off",  # the sandbox's behaviour is under test, not the screen
+        *reference_and_directory(suite, cands),
         "tracking=off",
         "executor.prestart=2",
         "executor.warmup_workers=2",
@@ -72,12 +68,7 @@ def test_evaluations_in_flight_take_turns_on_the_device(tmp_path: Path, isolatio
     suite = make_kernelbench_dir(tmp_path / "kb", names)
     cands = write_candidates(tmp_path / "cands", {name: HONEST_CANDIDATE for name in names})
     proc = kbench(
-        "run",
-        "suite=kernelbench",
-        f"suite.path={suite}",
-        "method=[reference,directory]",
-        f"method.directory.path={cands}",
-        "method.directory.integrity_policy=off",
+        *reference_and_directory(suite, cands),
         "tracking=off",
         "executor.prestart=3",
         "executor.in_flight=3",

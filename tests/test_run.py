@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FAST_TIMING, HONEST_CANDIDATE, kbench, make_kernelbench_dir, results_of, write_candidates
+from tests.conftest import (
+    FAST_TIMING,
+    HONEST_CANDIDATE,
+    kbench,
+    make_kernelbench_dir,
+    reference_and_directory,
+    results_of,
+    write_candidates,
+)
 
 
 @pytest.fixture(scope="module")
@@ -17,12 +25,7 @@ def tracked_run(tmp_path_factory):
     cands = write_candidates(tmp / "cands", {"1_first": HONEST_CANDIDATE})  # none for 2_second
     uri = f"sqlite:///{tmp}/mlflow.db"
     proc = kbench(
-        "run",
-        "suite=kernelbench",
-        f"suite.path={suite}",
-        "method=[reference,directory]",
-        f"method.directory.path={cands}",
-        "method.directory.integrity_policy=off",  # the sandbox's behaviour is under test, not the screen
+        *reference_and_directory(suite, cands),
         f"tracking.uri={uri}",
         "run.name=tracked",
         *FAST_TIMING,
