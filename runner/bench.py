@@ -143,15 +143,23 @@ def repeat(run_a: Path, run_b: Path) -> dict:
 
     a, b = speedups(run_a), speedups(run_b)
     deltas: dict[str, list[float]] = {}
+    moved = []
     for key in sorted(set(a) & set(b)):
         level, first = a[key]
         group = f"{key[0]}, {'blocks (level 3)' if level >= 3 else 'ops and fusions (levels 1-2)'}"
-        deltas.setdefault(group, []).append(abs(first / b[key][1] - 1))
+        delta = abs(first / b[key][1] - 1)
+        deltas.setdefault(group, []).append(delta)
+        moved.append({"method": key[0], "task": key[1], "abs_delta_pct": 100 * delta, "speedups": [first, b[key][1]]})
     return {
         "pairs": len(set(a) & set(b)),
         "abs_delta_speedup": {group: _quantiles(values) for group, values in sorted(deltas.items())},
+        # Which tasks moved most: a quantile over the target is a question about these.
+        "largest": sorted(moved, key=lambda row: -row["abs_delta_pct"])[:_LARGEST],
         "duty": [duty(run_a), duty(run_b)],
     }
+
+
+_LARGEST = 10  # tasks listed by ``repeat`` as having moved most between the passes
 
 
 def overlap(run_a: Path, run_b: Path) -> dict:

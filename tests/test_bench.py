@@ -50,6 +50,12 @@ def test_repeat_pairs_tasks_and_reports_duty(two_passes):
     assert figures["pairs"] == 2
     ops = figures["abs_delta_speedup"]["reference, ops and fusions (levels 1-2)"]
     assert ops["n"] == 2 and 0 <= ops["median_pct"] <= ops["max_pct"] < 50
+    largest = figures["largest"]
+    assert {row["task"] for row in largest} == {"gelu_tanh", "leaky_relu_fp32"}
+    assert largest[0]["abs_delta_pct"] == pytest.approx(ops["max_pct"])
+    assert largest[0]["abs_delta_pct"] >= largest[1]["abs_delta_pct"]
+    first, second = largest[0]["speedups"]
+    assert largest[0]["abs_delta_pct"] == pytest.approx(100 * abs(first / second - 1))
     for run in figures["duty"]:
         assert run["evaluations"] == 2 and 0 < run["duty_pct"] < 100 and run["evaluations_per_min"] > 0
     assert duty(two_passes[0]) == figures["duty"][0]
