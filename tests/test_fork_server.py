@@ -17,7 +17,7 @@ import pytest
 
 from runner.executors.base import ExecutorSettings
 from runner.executors.fork_server import ForkServer, ForkServerUnavailable
-from runner.executors.local import LocalExecutor, _limits
+from runner.executors.local import LocalExecutor, worker_limits
 from tests.conftest import (
     FAST_TIMING,
     HONEST_CANDIDATE,
@@ -49,7 +49,7 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     home = tmp_path_factory.mktemp("server")
-    started = ForkServer(_env(home, ONLY_THE_SERVER="1"), home, _limits(1 << 30), 300)
+    started = ForkServer(_env(home, ONLY_THE_SERVER="1"), home, worker_limits(1 << 30), 300)
     yield started
     started.close()
 
@@ -73,7 +73,7 @@ def test_a_forked_worker_takes_its_job_on_stdin_and_reports_how_it_ended(server,
     assert worker.stdout.read() == b""
 
 
-def test_a_forked_worker_has_its_own_session_directory_and_limits(server, tmp_path: Path):
+def test_a_forked_worker_has_its_own_session_directory_andworker_limits(server, tmp_path: Path):
     """Kernel state a fresh interpreter would have, read from /proc while the worker waits for its job.
     (Its environment is checked from inside a real evaluation: ``test_forked_and_fresh_workers_...``.)"""
     home = tmp_path / "home"
@@ -96,7 +96,7 @@ def test_a_forked_worker_has_its_own_session_directory_and_limits(server, tmp_pa
 def test_killing_the_server_ends_its_workers(tmp_path: Path):
     home = tmp_path / "server"
     home.mkdir()
-    server = ForkServer(_env(home), home, _limits(1 << 30), 300)
+    server = ForkServer(_env(home), home, worker_limits(1 << 30), 300)
     worker = server.spawn(_env(home), home, 1 << 30)
     os.kill(server.pid, signal.SIGKILL)
     assert worker.wait(30) == -signal.SIGKILL
@@ -120,7 +120,7 @@ def _unimportable_runner(root: Path) -> str:
 def test_a_server_that_cannot_start_says_why(tmp_path: Path):
     env = _env(tmp_path, PYTHONPATH=_unimportable_runner(tmp_path / "path"))
     with pytest.raises(ForkServerUnavailable, match="did not start.*this runner is broken"):
-        ForkServer(env, tmp_path, _limits(1 << 30), 60)
+        ForkServer(env, tmp_path, worker_limits(1 << 30), 60)
 
 
 def test_the_executor_falls_back_to_fresh_interpreters_and_records_why(tmp_path: Path, monkeypatch):

@@ -183,11 +183,10 @@ class ForkServer:
             orphans = list(self._children.values())
             self._children.clear()
             self._closed = True
+        from runner.executors.local import kill_group  # (local imports this module)
+
         for process in orphans:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            kill_group(process.pid)
             process._ended(-signal.SIGKILL)
 
     def _dispatch(self, message: dict) -> None:

@@ -95,8 +95,7 @@ class LocalExecutor:
 
     def _close_fork_servers(self) -> None:
         for server in self._fork_servers.values():
-            server.close()
-            shutil.rmtree(server.home, ignore_errors=True)
+            _retire(server)
         self._fork_servers.clear()
 
     def child_env(self, home: Path, gpu: str | None) -> dict[str, str]:
@@ -144,7 +143,7 @@ class LocalExecutor:
                 return _Sandbox(server.spawn(env, home, self.settings.file_size_limit_bytes), home, self.settings)
             except ForkServerUnavailable as exc:
                 self._fork_failure = str(exc)
-        limit_child = _limits(self.settings.file_size_limit_bytes)
+        limit_child = worker_limits(self.settings.file_size_limit_bytes)
         process = subprocess.Popen(
             [sys.executable, "-m", "runner.worker", "--wait"],
             cwd=home,
@@ -174,12 +173,11 @@ class LocalExecutor:
             self._fork_servers[gpu] = server
             return server
         if server is not None:
-            server.close()
-            shutil.rmtree(server.home, ignore_errors=True)
+            _retire(server)
         home = self._new_home("fork-server-")
         try:
             server = ForkServer(
-                self.child_env(home, gpu), home, _limits(self.settings.file_size_limit_bytes), STARTUP_LIMIT_S
+                self.child_env(home, gpu), home, worker_limits(self.settings.file_size_limit_bytes), STARTUP_LIMIT_S
             )
         except ForkServerUnavailable as exc:
             self._fork_failure = str(exc)  # its log's last line is in the message
@@ -204,7 +202,13 @@ class LocalExecutor:
             return sandbox.run(job_dir)
 
 
-def _limits(file_limit: int):
+def _retire(server: ForkServer) -> None:
+    """Stop a fork server (it kills its workers' groups) and remove its folder."""
+    server.close()
+    shutil.rmtree(server.home, ignore_errors=True)
+
+
+def worker_limits(file_limit: int):
     """What a worker process runs before it starts (``preexec_fn``): its limits, and death with the run."""
 
     def limit_child() -> None:
@@ -284,7 +288,7 @@ class _Sandbox:
         if isinstance(self.process, ForkedProcess):
             self.process.kill_group()  # the server reaps it, so the server must be the one to signal
         else:
-            _kill_group(self.process.pid)  # not reaped before ``wait`` below
+            kill_group(self.process.pid)  # not reaped before ``wait`` below
 
     def _wait_until(self, deadline: float) -> int | None:
         try:
@@ -308,7 +312,7 @@ def die_with_parent() -> None:
     libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
-def _kill_group(pgid: int) -> None:
+def kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

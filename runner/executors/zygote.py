@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
     import torch._inductor.compile_fx  # noqa: F401
 
     import runner.worker.evaluate  # noqa: F401
-    from runner.executors.local import die_with_parent  # noqa: F401 (used by each child)
+    from runner.executors.local import worker_limits  # noqa: F401 (imported now, not in each child)
     from runner.worker.prewarm import prewarm_compiler
 
     prewarm_compiler(None)  # host-only steps: the compiler's modules and torch's source key
@@ -80,6 +80,8 @@ def _why_children_cannot_use_cuda(torch) -> str | None:
 
 
 def _serve(channel: socket.socket) -> int:
+    from runner.executors.local import kill_group
+
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
@@ -95,7 +97,7 @@ def _serve(channel: socket.socket) -> int:
                 data, fds, _, _ = socket.recv_fds(channel, MAX_MESSAGE, 3)
                 if not data:
                     for pid in children:
-                        _kill_group(pid)
+                        kill_group(pid)
                     return 0
                 _handle(channel, json.loads(data), fds, children, own)
             else:
@@ -104,9 +106,11 @@ def _serve(channel: socket.socket) -> int:
 
 
 def _handle(channel: socket.socket, message: dict, fds: list[int], children: set[int], own: tuple) -> None:
+    from runner.executors.local import kill_group  # (not at the top: local imports this module's neighbour)
+
     if message.get("op") == "kill":
         if message["pid"] in children:  # not yet reaped: its group id cannot have been reused
-            _kill_group(message["pid"])
+            kill_group(message["pid"])
         return
     if len(fds) != 3:
         for fd in fds:
@@ -133,6 +137,8 @@ def _handle(channel: socket.socket, message: dict, fds: list[int], children: set
 
 def _reap(channel: socket.socket, children: set[int]) -> None:
     """Every child that has exited: kill what is left of its group, then reap it and report how it ended."""
+    from runner.executors.local import kill_group
+
     while children:
         try:
             info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
@@ -141,7 +147,7 @@ def _reap(channel: socket.socket, children: set[int]) -> None:
         if info is None or info.si_pid == 0:
             return
         pid = info.si_pid
-        _kill_group(pid)  # the leader is a zombie until reaped, so its group id is still its own
+        kill_group(pid)  # the leader is a zombie until reaped, so its group id is still its own
         _, status = os.waitpid(pid, 0)
         children.discard(pid)
         _send(channel, {"exited": pid, "code": os.waitstatus_to_exitcode(status)})
@@ -178,23 +184,12 @@ def _become_worker(message: dict, fds: list[int], own: tuple, server: int) -> No
 
 
 def _limit(file_size_limit: int, server: int) -> None:
-    """The limits a fresh worker gets from ``local._Sandbox``, and death with the server (which dies with the run)."""
-    import resource
+    """The limits a fresh worker gets (``local.worker_limits``), and death with the server (which dies with the run)."""
+    from runner.executors.local import worker_limits
 
-    from runner.executors.local import die_with_parent
-
-    resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    die_with_parent()
+    worker_limits(file_size_limit)()
     if os.getppid() != server:  # the server died before the signal was armed
         os._exit(1)
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _send(channel: socket.socket, message: dict) -> None:
