@@ -115,7 +115,8 @@ class _ScriptedNvml(ClockMonitor):
     """Test double at the NVML boundary (no GPU here): readings from a script, every read counted.
 
     ``script`` holds one (throttle mask, thermal-violation growth) per read, in order; past its
-    end every reading is cool. Without cool-downs, read 1 opens batch 1 and read k + 1 closes batch k.
+    end every reading is cool. Without cool-downs, read 0 opens the measurement, read j is taken
+    while batch j runs (just after its launch) and batch j is judged by reads j - 1 to j + 1.
     """
 
     def __init__(self, script: list[tuple[int, int]]) -> None:
@@ -147,25 +148,57 @@ COOL, HOT = (0, 0), (0, 1000)  # a reading; one during which the thermal-violati
 
 
 def test_throttled_batches_are_taken_again_with_one_clock_read_per_batch(monkeypatch):
-    # Reads: open b1, close b1, close b2 (hot), cool-down, close b3 (hot), cool-down, then cool.
+    # Read 2 (while batch 2 runs) is hot: batch 1 (reads 0-2) is thrown away with batch 2, queued behind it;
+    # one cool-down read; batch 3 opens on it, and read 4 (during batch 4) is hot: batch 3 and 4 go the same way.
     monitor = _ScriptedNvml([COOL, COOL, HOT, COOL, HOT, COOL])
     result, raw = _measure_with(monitor, monkeypatch)
     assert result.throttled_batches == 2 and all(
-        t["why"].startswith("thermal violation") for t in raw["throttled_batches"]
+        t["why"].startswith("thermal violation") and t["next_discarded"] for t in raw["throttled_batches"]
     )
     assert result.reference.samples == result.candidate.samples == 12  # the thrown-away batches were retaken
-    kept_batches = 12 // 2
-    assert monitor.reads == 1 + kept_batches + 2 + 2  # the first, one per batch (kept or not), one per cool-down
+    kept_batches, thrown_away = 12 // 2, 2 * 2
+    # The first, one per batch launched (kept or not), one per cool-down, the last after the last batch.
+    assert monitor.reads == 1 + kept_batches + thrown_away + 2 + 1
     assert set(raw["sm_clock_mhz"]["reference"]) == {1980}
 
 
 def test_a_throttled_batch_waits_for_the_slowdown_to_clear_before_it_is_retaken(monkeypatch):
-    slowed = (0x20, 0)  # sw_thermal_slowdown set: the reading that closes batch 1, and three while idle
+    slowed = (0x20, 0)  # sw_thermal_slowdown set: the readings during batches 1 and 2, and two while idle
     monitor = _ScriptedNvml([COOL, slowed, slowed, slowed, slowed])
     result, raw = _measure_with(monitor, monkeypatch, cooldown_s=5.0)
     assert result.throttled_batches == 1 and result.reference.samples == 12
-    assert 0.15 <= result.cooled_s < 5.0  # four polls of 50 ms, the last one cool
-    assert monitor.reads == 1 + 1 + 4 + 6  # the cool reading that ended the wait opened the retaken batch
+    assert 0.15 <= result.cooled_s < 5.0  # three polls of 50 ms, the last one cool
+    assert monitor.reads == 1 + 2 + 3 + 6 + 1  # the cool reading that ended the wait opened the retaken batches
+
+
+def test_the_next_batch_runs_while_the_last_one_is_read_and_judged(monkeypatch):
+    """The loop runs one batch ahead: the clocks are read after the next batch's launch, and a batch is
+    judged by the readings before, during and after it, so a slowdown seen only while it ran counts."""
+    calls: list[str] = []
+
+    class _Logged(_ScriptedNvml):
+        def read(self):
+            calls.append("read")
+            return super().read()
+
+    monitor = _Logged([COOL, (0x20, 0)])  # set only while batch 1 runs
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+
+    monkeypatch.setattr(timing_module, "ClockMonitor", lambda uuid: monitor)
+    settings = TimingSettings(min_samples=4, max_samples=4, batch=2, warmup_ms=0.0, target_noise=0.0, cooldown_s=0.06)
+    import torch
+
+    result, raw = timing_module.measure_pair(
+        lambda: calls.append("call"), lambda: calls.append("call"), torch.device("cpu"), settings, "small", 0
+    )
+    warm = 6  # three warm-up calls per side
+    batch = ["call"] * 4
+    assert calls[warm:] == ["read", *batch, "read", *batch, "read", "read", *batch, "read", *batch, "read", "read"]
+    assert raw["throttled_batches"] == [
+        {"after_samples": 0, "why": "throttle: sw_thermal_slowdown", "next_discarded": True}
+    ]
+    assert result.reference.samples == 4
 
 
 def test_a_gpu_that_never_cools_is_the_gpus_failure_not_the_candidates(monkeypatch, tmp_path):

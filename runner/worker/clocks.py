@@ -1,14 +1,15 @@
 """What the GPU's clocks did during each batch of timing samples (NVML, read-only).
 
-The timing engine reads this monitor before and after every batch. A batch during which the
-GPU was slowed by heat or by a hardware slowdown (NVML's thermal violation counter grew, or a
-thermal/hardware throttle reason was set at either end) is thrown away and sampled again once
+The timing engine reads this monitor once per batch, while the batch runs, and judges each batch
+by the readings that bracket it. A batch during which the GPU was slowed by heat or by a hardware
+slowdown (NVML's thermal violation counter grew, or a thermal/hardware throttle reason was set at
+any of its readings) is thrown away and sampled again once
 ``cool_down`` has seen the slowdown clear.
 Running at the software power cap is different: a heavy GEMM on an H100 sits at its power
 limit in every batch (measured: 37.8 ms of power violation per batch at 700 W), so that is the
 kernel's real steady state; such batches are kept and counted (``power_capped``) unless the
 timing settings ask to discard them too. Every kept sample carries the SM clock read around
-its batch.
+its batch (the one taken while it ran).
 
 Without NVML, or on a CPU, the monitor reports "not available" and discards nothing: the
 result says so rather than pretending the clocks were watched.
@@ -67,9 +68,18 @@ class ClockMonitor:
             thermal_violation_ns=_violation_ns(nv, handle, nv.NVML_PERF_POLICY_THERMAL),
         )
 
-    def judge(self, before: ClockReading, after: ClockReading, discard_power_capped: bool = False) -> BatchClocks:
-        clock = (before.sm_clock_mhz + after.sm_clock_mhz) / 2
-        mask = before.throttle_mask | after.throttle_mask
+    def judge(
+        self,
+        before: ClockReading,
+        after: ClockReading,
+        discard_power_capped: bool = False,
+        during: ClockReading | None = None,
+    ) -> BatchClocks:
+        """A batch that ran between ``before`` and ``after``: its clock is ``during``'s (a reading taken while it
+        ran) or else the mean of the two; a throttle reason set at any of the readings, or a violation counter
+        that grew from ``before`` to ``after``, counts against it."""
+        clock = during.sm_clock_mhz if during is not None else (before.sm_clock_mhz + after.sm_clock_mhz) / 2
+        mask = before.throttle_mask | after.throttle_mask | (during.throttle_mask if during is not None else 0)
         power_grew = after.power_violation_ns > before.power_violation_ns
         reasons = []
         harmful = _slowdown(mask, discard_power_capped)

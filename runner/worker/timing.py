@@ -4,13 +4,17 @@ Each sample times one call of a zero-argument closure. Reference and candidate s
 alternate in a random order so that drift (clocks, temperature, other tenants) hits both
 sides equally. On a GPU: the L2 cache is flushed outside the timed region before every
 sample ("cold"), CUDA events bracket the call, and events are queued for a whole batch with
-one synchronisation per batch so the host never makes the GPU wait. Sampling stops when the
+one synchronisation per batch so the host never makes the GPU wait. The loop runs one batch
+ahead: the next batch is queued before the last one is read, judged and added to the noise
+estimate, so that host work (NVML, statistics) overlaps the GPU's. Sampling stops when the
 estimated relative noise of the median ratio is under the target (after a minimum count and,
 like nvbench's ``--min-time``, a minimum measured time per side), or at a sample or time cap.
 On a CPU the same loop runs on the host clock.
 
-Around every batch the GPU's clocks are read (``clocks.py``): a batch slowed by heat or a
-hardware slowdown is thrown away and taken again once the slowdown has cleared (the GPU idles
+The GPU's clocks are read once per batch, while it runs (``clocks.py``); each batch is judged
+one batch late, by the readings taken while the batches before and after it ran (which bracket
+it whole) and the one taken during it. A batch slowed by heat or a hardware slowdown is thrown
+away with the batch queued behind it, and taken again once the slowdown has cleared (the GPU idles
 up to ``cooldown_s`` for that; a measurement that keeps no batch raises ``GpuThrottled``: the
 GPU's failure, not the candidate's). Power-capped batches are counted, and thrown away too with
 ``discard_power_capped``. Each kept sample records its SM clock. Each batch also
@@ -27,6 +31,7 @@ import math
 import random
 import statistics
 import time
+from dataclasses import dataclass
 
 import torch
 
@@ -72,58 +77,78 @@ def measure_pair(
     cooled = 0.0
     power_capped = 0
     first_audited = rng.randrange(2)
-    batches = 0
+    launched = 0
     order_log = []
     stop_reason = "max_samples"
-    after = None
-    while len(samples["reference"]) < settings.max_samples:
-        batches += 1
-        order = []
-        for _ in range(settings.batch):
-            pair = list(sides)
-            rng.shuffle(pair)
-            order.extend(pair)
-        # The reading that closed the last batch opens this one (taken a moment before its first launch):
-        # one NVML read per batch, not two, while the GPU waits for the host.
-        before = after if after is not None else (monitor.read() if monitor.available else None)
-        audited = None
-        if cuda and settings.sync == "events":
+    stopping = False
+    # One batch ahead: batch j is queued before batch j - 1 is judged, so the NVML reading, the judgement
+    # and the noise of j - 1 happen while the GPU runs j. The reading taken after j's launch falls inside j;
+    # the ones taken one cycle before and after it bracket j whole (``readings[-3:]`` when j is judged).
+    readings = [monitor.read()] if monitor.available else None
+    pending: _Queued | None = None  # queued last cycle, closed, not judged yet
+    while True:
+        current = None
+        waiting = len(pending.order) // 2 if pending else 0
+        if not stopping and len(samples["reference"]) + waiting < settings.max_samples:
+            launched += 1
+            order = []
+            for _ in range(settings.batch):
+                pair = list(sides)
+                rng.shuffle(pair)
+                order.extend(pair)
             # Each batch audits one side; the sides alternate from a random start, so both are audited.
-            audited = sides[(first_audited + batches) % 2]
-        times, audit_ms = sampler.run_batch(
-            [reference if side == "reference" else candidate for side in order],
-            audit={"reference": reference, "candidate": candidate}.get(audited),
-        )
-        after = monitor.read() if monitor.available else None
-        batch_clock = monitor.judge(before, after, settings.discard_power_capped) if monitor.available else None
-        if batch_clock is not None and batch_clock.throttled:
-            throttled.append({"after_samples": len(samples["reference"]), "why": batch_clock.why})
-            if len(throttled) > settings.max_throttled_batches or time.perf_counter() - started > settings.time_cap_s:
-                stop_reason = "throttled"
-                break
-            # Thrown away and taken again once the slowdown has cleared; the reading that ends the
-            # cool-down opens the next batch, so heat counted while idle is not charged to it.
-            after, idle = monitor.cool_down(settings.cooldown_s)
-            cooled += idle
-            continue
-        power_capped += bool(batch_clock and batch_clock.power_capped)
-        for side, elapsed in zip(order, times):
-            samples[side].append(elapsed)
-            bisect.insort(ordered[side], elapsed)
-            clocks[side].append(batch_clock.sm_clock_mhz if batch_clock else None)
-        if audit_ms is not None:
-            audits[audited].append(audit_ms)
-        order_log.extend(order)
-        n = len(samples["reference"])
-        noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
-        both_audited = audited is None or batches >= 2
-        long_enough = min(sum(samples[side]) for side in sides) >= 1000.0 * settings.min_time_s
-        if n >= settings.min_samples and noise <= settings.target_noise and both_audited and long_enough:
-            stop_reason = "noise_target"
+            audited = sides[(first_audited + launched) % 2] if cuda and settings.sync == "events" else None
+            fns = [reference if side == "reference" else candidate for side in order]
+            current = _Queued(order, audited, sampler.launch(fns))
+        elif pending is None:
             break
-        if time.perf_counter() - started > settings.time_cap_s and n >= min(settings.min_samples, 10) and both_audited:
-            stop_reason = "time_cap"
-            break
+        if readings is not None:
+            readings.append(monitor.read())  # while ``current`` runs; after ``pending``, the last, otherwise
+        if pending is not None:
+            times, audit_ms = sampler.times(pending.handle)
+            batch_clock = None
+            if readings is not None:
+                before, during, after = readings[-3:]
+                batch_clock = monitor.judge(before, after, settings.discard_power_capped, during)
+            if batch_clock is not None and batch_clock.throttled:
+                if current is not None:
+                    sampler.close(current.handle, None)  # drained and thrown away with it: it ran in the same window
+                throttled.append(
+                    {"after_samples": len(samples["reference"]), "why": batch_clock.why, "next_discarded": bool(current)}
+                )
+                if stopping:
+                    break
+                if len(throttled) > settings.max_throttled_batches or time.perf_counter() - started > settings.time_cap_s:
+                    stop_reason = "throttled"
+                    break
+                # Taken again once the slowdown has cleared; the reading that ends the cool-down opens the
+                # next batch, so heat counted while idle is not charged to it.
+                after, idle = monitor.cool_down(settings.cooldown_s)
+                cooled += idle
+                readings, pending = [after], None
+                continue
+            power_capped += bool(batch_clock and batch_clock.power_capped)
+            for side, elapsed in zip(pending.order, times):
+                samples[side].append(elapsed)
+                bisect.insort(ordered[side], elapsed)
+                clocks[side].append(batch_clock.sm_clock_mhz if batch_clock else None)
+            if audit_ms is not None:
+                audits[pending.audited].append(audit_ms)
+            order_log.extend(pending.order)
+            n = len(samples["reference"])
+            noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
+            both_audited = not (cuda and settings.sync == "events") or all(audits.values())
+            long_enough = min(sum(samples[side]) for side in sides) >= 1000.0 * settings.min_time_s
+            if stopping:
+                pass  # the batch queued behind the stop, kept
+            elif n >= settings.min_samples and noise <= settings.target_noise and both_audited and long_enough:
+                stop_reason, stopping = "noise_target", True
+            elif time.perf_counter() - started > settings.time_cap_s and n >= min(settings.min_samples, 10) and both_audited:
+                stop_reason, stopping = "time_cap", True
+        if current is not None:
+            audit = {"reference": reference, "candidate": candidate}.get(current.audited)
+            sampler.close(current.handle, audit)
+        pending = current
     if not samples["reference"]:
         raise GpuThrottled(
             f"no sample kept: the GPU was slowed in all {len(throttled)} batches, {cooled:.1f} s of cool-down "
@@ -187,13 +212,20 @@ def _as_graph(fn, device: torch.device):
 
 
 def _warm_up(fn, sampler, warmup_ms: float) -> None:
+    """At least three calls, one at a time (the first may compile or load), then the rest of ``warmup_ms``
+    queued in one batch sized from them: a handful of synchronisations, not one per call."""
     spent = 0.0
     calls = 0
+    size = 1
     while calls < 3 or spent < warmup_ms:
-        spent += sum(sampler.run_batch([fn])[0])
-        calls += 1
+        times = sampler.run_batch([fn] * size)[0]
+        spent += sum(times)
+        calls += size
         if calls >= 1000:
             break
+        if calls >= 3:
+            per_call = max(min(times), 1e-3)
+            size = max(1, min(math.ceil((warmup_ms - spent) / per_call), 1000 - calls))
 
 
 def _quartiles_of_sorted(ordered: list[float]) -> tuple[float, float, float]:
@@ -239,20 +271,43 @@ def _summarise(values: list[float]) -> TimingSummary:
     )
 
 
+@dataclass
+class _Queued:
+    """A batch on its way: its interleaved order, the side it audits, the sampler's handle on it."""
+
+    order: list[str]
+    audited: str | None
+    handle: object
+
+
 class _HostSampler:
+    """The host clock: each call runs as it is launched, so a batch is done when ``launch`` returns."""
+
     clock = "host_perf_counter"
     flushes = False
 
-    def run_batch(self, fns, audit=None) -> tuple[list[float], None]:
+    def launch(self, fns) -> list[float]:
         times = []
         for fn in fns:
             start = time.perf_counter_ns()
             fn()
             times.append((time.perf_counter_ns() - start) / 1e6)
-        return times, None
+        return times
+
+    def close(self, handle, audit=None) -> None:
+        pass
+
+    def times(self, handle) -> tuple[list[float], None]:
+        return handle, None
+
+    def run_batch(self, fns, audit=None) -> tuple[list[float], None]:
+        return self.launch(fns), None
 
 
 class _CudaSampler:
+    """CUDA events around every sample, queued a batch at a time; two sets of events, so one batch can
+    be read while the next runs."""
+
     clock = "cuda_events"
 
     def __init__(self, device: torch.device, cold: bool, device_sync: bool = False) -> None:
@@ -262,7 +317,8 @@ class _CudaSampler:
         l2_bytes = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 50 << 20)
         # Twice the L2 size, written before every sample, evicts whatever the last call left.
         self.flush_buffer = torch.empty(max(2 * l2_bytes, 64 << 20), dtype=torch.int8, device=device) if cold else None
-        self.events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+        self._event_sets: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = [[], []]
+        self._next_set = 0
 
     def _flush(self) -> None:
         """Evict the L2 outside the timed region (cold mode)."""
@@ -270,19 +326,15 @@ class _CudaSampler:
             self.flush_buffer.zero_()
 
     def _pairs(self, count: int):
-        while len(self.events) < count:
-            self.events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
-        return self.events[:count]
+        events = self._event_sets[self._next_set]
+        self._next_set ^= 1
+        while len(events) < count:
+            events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
+        return events[:count]
 
-    def run_batch(self, fns, audit=None) -> tuple[list[float], float | None]:
-        """Queue one sample per function, then (optionally) the audit call, then synchronise once.
-
-        The audit call is closed by a device-wide synchronisation before its end event, so it
-        counts work on every stream. Queued behind the batch, its host-side launch cost is
-        hidden like the samples' (the GPU is still busy with the batch while the host launches
-        it); what it adds beyond the events is the synchronisation's own latency, alike for
-        both sides, plus any work the call left running on another stream.
-        """
+    def launch(self, fns) -> dict:
+        """Queue one sample per function; returns at once (unless every sample is closed by a device-wide
+        synchronisation, ``sync="device"``), the GPU still working on them."""
         pairs = self._pairs(len(fns) + 1)
         for fn, (start, end) in zip(fns, pairs):
             self._flush()
@@ -291,13 +343,35 @@ class _CudaSampler:
             if self.device_sync:
                 torch.cuda.synchronize(self.device)  # every stream's work ends before the end event
             end.record()
+        return {"pairs": pairs, "samples": len(fns), "audited": False}
+
+    def close(self, handle: dict, audit=None) -> None:
+        """Queue the audit call behind the batch, if any, then wait until the GPU has done both.
+
+        The audit call is closed by a device-wide synchronisation before its end event, so it
+        counts work on every stream. Queued behind the batch, its host-side launch cost is
+        hidden like the samples' (the GPU is still busy with the batch while the host launches
+        it); what it adds beyond the events is the synchronisation's own latency, alike for
+        both sides, plus any work the call left running on another stream.
+        """
         if audit is not None:
-            start, end = pairs[len(fns)]
+            start, end = handle["pairs"][handle["samples"]]
             self._flush()
             start.record()
             audit()
             torch.cuda.synchronize(self.device)
             end.record()
+            handle["audited"] = True
         torch.cuda.synchronize(self.device)
-        times = [start.elapsed_time(end) for start, end in pairs[: len(fns)]]
-        return times, pairs[len(fns)][0].elapsed_time(pairs[len(fns)][1]) if audit is not None else None
+
+    def times(self, handle: dict) -> tuple[list[float], float | None]:
+        """The closed batch's sample times and its audit call's, in ms."""
+        pairs, count = handle["pairs"], handle["samples"]
+        times = [start.elapsed_time(end) for start, end in pairs[:count]]
+        return times, pairs[count][0].elapsed_time(pairs[count][1]) if handle["audited"] else None
+
+    def run_batch(self, fns, audit=None) -> tuple[list[float], float | None]:
+        """One batch, start to end: launched, closed (with the audit call, if any), read."""
+        handle = self.launch(fns)
+        self.close(handle, audit)
+        return self.times(handle)
