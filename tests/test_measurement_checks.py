@@ -201,6 +201,16 @@ def test_the_next_batch_runs_while_the_last_one_is_read_and_judged(monkeypatch):
     assert result.reference.samples == 4
 
 
+def test_no_batch_is_queued_behind_the_one_that_reaches_the_noise_target(monkeypatch):
+    """Running one batch ahead, the loop still stops where the rule holds: batch 2 of 4 pairs brings the
+    count to min_samples (8) with the noise already under the target, so no batch 3 is queued behind it."""
+    monitor = _ScriptedNvml([])
+    result, raw = _measure_with(monitor, monkeypatch, min_samples=8, max_samples=100, batch=4, target_noise=1e9)
+    assert result.stop_reason == "noise_target"
+    assert result.reference.samples == result.candidate.samples == 8 and len(raw["order"]) == 16
+    assert monitor.reads == 1 + 2 + 1
+
+
 def test_a_gpu_that_never_cools_is_the_gpus_failure_not_the_candidates(monkeypatch, tmp_path):
     from runner.worker.timing import GpuThrottled
 

@@ -81,6 +81,7 @@ def measure_pair(
     order_log = []
     stop_reason = "max_samples"
     stopping = False
+    auditing = cuda and settings.sync == "events"
     # One batch ahead: batch j is queued before batch j - 1 is judged, so the NVML reading, the judgement
     # and the noise of j - 1 happen while the GPU runs j. The reading taken after j's launch falls inside j;
     # the ones taken one cycle before and after it bracket j whole (``readings[-3:]`` when j is judged).
@@ -89,7 +90,10 @@ def measure_pair(
     while True:
         current = None
         waiting = len(pending.order) // 2 if pending else 0
-        if not stopping and len(samples["reference"]) + waiting < settings.max_samples:
+        # No batch is queued behind one that will probably end the measurement: if it does not, the next
+        # is queued after it was judged (one idle moment); if it does, no batch was measured for nothing.
+        last_likely = pending is not None and _likely_enough(samples, ordered, audits, pending, settings, auditing)
+        if not stopping and not last_likely and len(samples["reference"]) + waiting < settings.max_samples:
             launched += 1
             order = []
             for _ in range(settings.batch):
@@ -97,11 +101,11 @@ def measure_pair(
                 rng.shuffle(pair)
                 order.extend(pair)
             # Each batch audits one side; the sides alternate from a random start, so both are audited.
-            audited = sides[(first_audited + launched) % 2] if cuda and settings.sync == "events" else None
+            audited = sides[(first_audited + launched) % 2] if auditing else None
             fns = [reference if side == "reference" else candidate for side in order]
             current = _Queued(order, audited, sampler.launch(fns))
         elif pending is None:
-            break
+            break  # stopped, or at the sample cap
         if readings is not None:
             readings.append(monitor.read())  # while ``current`` runs; after ``pending``, the last, otherwise
         if pending is not None:
@@ -137,11 +141,10 @@ def measure_pair(
             order_log.extend(pending.order)
             n = len(samples["reference"])
             noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
-            both_audited = not (cuda and settings.sync == "events") or all(audits.values())
-            long_enough = min(sum(samples[side]) for side in sides) >= 1000.0 * settings.min_time_s
+            both_audited = not auditing or all(audits.values())
             if stopping:
-                pass  # the batch queued behind the stop, kept
-            elif n >= settings.min_samples and noise <= settings.target_noise and both_audited and long_enough:
+                pass  # a batch queued before the stop, kept
+            elif _enough(n, noise, both_audited, min(sum(samples[side]) for side in sides), settings):
                 stop_reason, stopping = "noise_target", True
             elif time.perf_counter() - started > settings.time_cap_s and n >= min(settings.min_samples, 10) and both_audited:
                 stop_reason, stopping = "time_cap", True
@@ -190,6 +193,29 @@ def measure_pair(
         "throttled_batches": throttled,
     }
     return timing, raw
+
+
+def _enough(n: int, noise: float, both_audited: bool, shortest_side_ms: float, settings: TimingSettings) -> bool:
+    """The noise target's stopping rule: enough samples, quiet enough, both sides audited, long enough."""
+    return (
+        n >= settings.min_samples
+        and noise <= settings.target_noise
+        and both_audited
+        and shortest_side_ms >= 1000.0 * settings.min_time_s
+    )
+
+
+def _likely_enough(samples: dict, ordered: dict, audits: dict, pending: _Queued, settings, auditing: bool) -> bool:
+    """Whether the rule will probably hold once ``pending`` (queued, not judged) is in: its pairs added at each
+    side's mean so far, the noise shrinking as one over the root of the count."""
+    n = len(samples["reference"])
+    if n == 0:
+        return False
+    extra = len(pending.order) // 2
+    noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True) * math.sqrt(n / (n + extra))
+    audited = {side for side, values in audits.items() if values} | {pending.audited}
+    shortest = min(sum(values) * (n + extra) / n for values in samples.values())
+    return _enough(n + extra, noise, not auditing or audited >= set(audits), shortest, settings)
 
 
 def _as_graph(fn, device: torch.device):
