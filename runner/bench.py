@@ -20,6 +20,7 @@ Each prints one JSON object; BENCHMARKS.md records them with the command, machin
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import statistics
@@ -133,26 +134,47 @@ def _union_seconds(intervals: list[tuple[float, float]]) -> float:
 
 
 def repeat(run_a: Path, run_b: Path) -> dict:
+    """Per task and method, how far the speedup moved between two runs, and whether that is more than
+    the runs' own noise estimates allow: ``z`` is the move over the two ratio noises together, which
+    for well-calibrated estimates exceeds 2 for about one pair in twenty (``beyond_noise``)."""
+
     def speedups(run_dir):
         out = {}
         for job, result in job_results(run_dir):
             if result.verdict.status == "correct" and result.timing:
                 key = (job["meta"]["method"], result.task_id)
-                out[key] = (job["task"]["level"], result.timing.speedup)
+                out[key] = (job["task"]["level"], result.timing.speedup, result.timing.ratio_noise)
         return out
 
     a, b = speedups(run_a), speedups(run_b)
     deltas: dict[str, list[float]] = {}
     moved = []
     for key in sorted(set(a) & set(b)):
-        level, first = a[key]
+        level, first, first_noise = a[key]
+        _, second, second_noise = b[key]
         group = f"{key[0]}, {'blocks (level 3)' if level >= 3 else 'ops and fusions (levels 1-2)'}"
-        delta = abs(first / b[key][1] - 1)
+        delta = abs(first / second - 1)
         deltas.setdefault(group, []).append(delta)
-        moved.append({"method": key[0], "task": key[1], "abs_delta_pct": 100 * delta, "speedups": [first, b[key][1]]})
+        noise = math.hypot(first_noise, second_noise)
+        moved.append(
+            {
+                "method": key[0],
+                "task": key[1],
+                "abs_delta_pct": 100 * delta,
+                "speedups": [first, second],
+                "ratio_noise_pct": [100 * first_noise, 100 * second_noise],
+                "z": delta / noise if noise > 0 else math.inf,
+            }
+        )
+    beyond = [row for row in moved if row["z"] > 2]
     return {
         "pairs": len(set(a) & set(b)),
         "abs_delta_speedup": {group: _quantiles(values) for group, values in sorted(deltas.items())},
+        "beyond_noise": {
+            "z_median": statistics.median(row["z"] for row in moved) if moved else None,
+            "z_over_2": len(beyond),
+            "z_over_2_pct": 100 * len(beyond) / len(moved) if moved else None,
+        },
         # Which tasks moved most: a quantile over the target is a question about these.
         "largest": sorted(moved, key=lambda row: -row["abs_delta_pct"])[:_LARGEST],
         "duty": [duty(run_a), duty(run_b)],

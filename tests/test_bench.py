@@ -5,6 +5,7 @@ computed from real (CPU) runs. ncu itself cannot run here: its CSV is a fixture 
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -56,6 +57,14 @@ def test_repeat_pairs_tasks_and_reports_duty(two_passes):
     assert largest[0]["abs_delta_pct"] >= largest[1]["abs_delta_pct"]
     first, second = largest[0]["speedups"]
     assert largest[0]["abs_delta_pct"] == pytest.approx(100 * abs(first / second - 1))
+    for row in largest:  # the move against both runs' own noise estimates
+        noise_a, noise_b = row["ratio_noise_pct"]
+        assert noise_a > 0 and noise_b > 0
+        assert row["z"] == pytest.approx(row["abs_delta_pct"] / math.hypot(noise_a, noise_b))
+    beyond = figures["beyond_noise"]
+    assert beyond["z_over_2"] == sum(row["z"] > 2 for row in largest)
+    assert beyond["z_over_2_pct"] == pytest.approx(50 * beyond["z_over_2"])
+    assert beyond["z_median"] == pytest.approx(sum(row["z"] for row in largest) / 2)
     for run in figures["duty"]:
         assert run["evaluations"] == 2 and 0 < run["duty_pct"] < 100 and run["evaluations_per_min"] > 0
     assert duty(two_passes[0]) == figures["duty"][0]
