@@ -118,11 +118,18 @@ def measure_pair(
                 if current is not None:
                     sampler.close(current.handle, None)  # drained and thrown away with it: it ran in the same window
                 throttled.append(
-                    {"after_samples": len(samples["reference"]), "why": batch_clock.why, "next_discarded": bool(current)}
+                    {
+                        "after_samples": len(samples["reference"]),
+                        "why": batch_clock.why,
+                        "next_discarded": bool(current),
+                    }
                 )
                 if stopping:
                     break
-                if len(throttled) > settings.max_throttled_batches or time.perf_counter() - started > settings.time_cap_s:
+                if (
+                    len(throttled) > settings.max_throttled_batches
+                    or time.perf_counter() - started > settings.time_cap_s
+                ):
                     stop_reason = "throttled"
                     break
                 # Taken again once the slowdown has cleared; the reading that ends the cool-down opens the
@@ -146,7 +153,11 @@ def measure_pair(
                 pass  # a batch queued before the stop, kept
             elif _enough(n, noise, both_audited, min(sum(samples[side]) for side in sides), settings):
                 stop_reason, stopping = "noise_target", True
-            elif time.perf_counter() - started > settings.time_cap_s and n >= min(settings.min_samples, 10) and both_audited:
+            elif (
+                time.perf_counter() - started > settings.time_cap_s
+                and n >= min(settings.min_samples, 10)
+                and both_audited
+            ):
                 stop_reason, stopping = "time_cap", True
         if current is not None:
             audit = {"reference": reference, "candidate": candidate}.get(current.audited)
