@@ -57,6 +57,7 @@ def duty(run_dir: Path) -> dict:
     results = job_results(run_dir)
     measured = sum(r.timing.measured_s for _, r in results if r.timing)
     wall = float(manifest.get("wall_s") or 0.0)
+    setup = float(manifest.get("setup_s") or 0.0)
     lanes: dict[str, list] = {}
     for _, r in results:
         record = r.environment.get("device_token", {})
@@ -82,6 +83,10 @@ def duty(run_dir: Path) -> dict:
         "wall_s": wall,
         "measured_s": measured,
         "duty_pct": 100 * measured / lane_wall if wall else None,
+        # The command's own set-up before the sweep (configuration, checks, MLflow's parent run), which
+        # ``wall_s`` leaves out, and the duty with it counted.
+        "setup_s": setup,
+        "duty_with_setup_pct": 100 * measured / ((wall + setup) * lane_count) if wall else None,
         "evaluations_per_min": 60 * len(results) / wall if wall else None,
         # The wall time during which some evaluation held a lane's token (shared phases overlap:
         # counted once per lane), summed over the lanes.

@@ -89,6 +89,7 @@ def _quiet_libraries() -> None:
 
 
 def command_run(overrides: list[str], console: Console) -> int:
+    set_up_from = time.perf_counter()
     from omegaconf import OmegaConf
 
     from runner.closing import finish
@@ -252,6 +253,9 @@ def command_run(overrides: list[str], console: Console) -> int:
             warmup_executor.borrow_fork_servers(executor)
     orchestrator = Orchestrator(settings, run_dir, executor, sink, console, host["git_commit"], warmup_executor)
     started = time.perf_counter()
+    # Before the sweep: the configuration, the tasks, the executor's checks, the GPU readings, MLflow's
+    # parent run (the fork servers import meanwhile). Not in ``wall_s``; ``runner.bench duty`` adds it back.
+    manifest["setup_s"] = manifest.get("setup_s", 0.0) + started - set_up_from
     try:
         orchestrator.run(evaluations, manifest.get("mlflow_run_id"))
     except RunAborted as exc:

@@ -67,6 +67,10 @@ def test_repeat_pairs_tasks_and_reports_duty(two_passes):
     assert beyond["z_median"] == pytest.approx(sum(row["z"] for row in largest) / 2)
     for run in figures["duty"]:
         assert run["evaluations"] == 2 and 0 < run["duty_pct"] < 100 and run["evaluations_per_min"] > 0
+        # The command's set-up before the sweep is kept apart and counted in the stricter duty.
+        assert run["setup_s"] > 0
+        expected = 100 * run["measured_s"] / (run["wall_s"] + run["setup_s"])
+        assert run["duty_with_setup_pct"] == pytest.approx(expected) and run["duty_with_setup_pct"] < run["duty_pct"]
     assert duty(two_passes[0]) == figures["duty"][0]
 
 

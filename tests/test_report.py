@@ -35,6 +35,9 @@ def test_measured_share_is_of_every_lanes_wall_time():
     assert "30.0 s = 60.0% of the wall time" in one
     two = render_report(frame, {"name": "r", "wall_s": 50.0, "lanes": 2})
     assert "30.0 s = 30.0% of the 2 GPUs' wall time together" in two
+    set_up = render_report(frame, {"name": "r", "wall_s": 50.0, "setup_s": 7.25})
+    assert "60.0% of the wall time; set-up before it 7.2 s" in set_up
+    assert "set-up" not in one  # a run from before the set-up was kept
 
 
 def test_the_report_says_where_the_wall_time_went():

@@ -53,6 +53,7 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
             f"- wall time {manifest['wall_s']:.1f} s; measured time (timed regions, both sides) "
             f"{measured:.1f} s = {100 * measured / (lanes * manifest['wall_s']):.1f}% {of_what}"
             + (f"; compile warm-up {manifest['warmup_s']:.1f} s" if manifest.get("warmup_s") else "")
+            + (f"; set-up before it {manifest['setup_s']:.1f} s" if manifest.get("setup_s") else "")
         )
         parts = manifest.get("wall_parts_s")
         if parts:  # added up, they make the wall time (per lane, summed over the lanes)
