@@ -139,24 +139,27 @@ def _union_seconds(intervals: list[tuple[float, float]]) -> float:
 
 
 def repeat(run_a: Path, run_b: Path) -> dict:
-    """Per task and method, how far the speedup moved between two runs, and whether that is more than
-    the runs' own noise estimates allow: ``z`` is the move over the two ratio noises together, which
-    for well-calibrated estimates exceeds 2 for about one pair in twenty (``beyond_noise``)."""
+    """Per task and method, how far the speedup moved between two runs, which side moved, and whether
+    that is more than the runs' own noise estimates allow: ``z`` is the move over the two ratio noises
+    together, which for well-calibrated estimates exceeds 2 for about one pair in twenty
+    (``beyond_noise``)."""
 
     def speedups(run_dir):
         out = {}
         for job, result in job_results(run_dir):
             if result.verdict.status == "correct" and result.timing:
                 key = (job["meta"]["method"], result.task_id)
-                out[key] = (job["task"]["level"], result.timing.speedup, result.timing.ratio_noise)
+                timing = result.timing
+                medians = (timing.reference.median_ms, timing.candidate.median_ms)
+                out[key] = (job["task"]["level"], timing.speedup, timing.ratio_noise, medians)
         return out
 
     a, b = speedups(run_a), speedups(run_b)
     deltas: dict[str, list[float]] = {}
     moved = []
     for key in sorted(set(a) & set(b)):
-        level, first, first_noise = a[key]
-        _, second, second_noise = b[key]
+        level, first, first_noise, first_ms = a[key]
+        _, second, second_noise, second_ms = b[key]
         group = f"{key[0]}, {'blocks (level 3)' if level >= 3 else 'ops and fusions (levels 1-2)'}"
         delta = abs(first / second - 1)
         deltas.setdefault(group, []).append(delta)
@@ -168,6 +171,9 @@ def repeat(run_a: Path, run_b: Path) -> dict:
                 "abs_delta_pct": 100 * delta,
                 "speedups": [first, second],
                 "ratio_noise_pct": [100 * first_noise, 100 * second_noise],
+                # Which side moved: each side's median from the first run to the second, in percent.
+                "reference_moved_pct": 100 * (second_ms[0] / first_ms[0] - 1),
+                "candidate_moved_pct": 100 * (second_ms[1] / first_ms[1] - 1),
                 "z": delta / noise if noise > 0 else math.inf,
             }
         )

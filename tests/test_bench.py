@@ -61,6 +61,9 @@ def test_repeat_pairs_tasks_and_reports_duty(two_passes):
         noise_a, noise_b = row["ratio_noise_pct"]
         assert noise_a > 0 and noise_b > 0
         assert row["z"] == pytest.approx(row["abs_delta_pct"] / math.hypot(noise_a, noise_b))
+        # The speedup's move is the two sides' moves together: first / second = (1 + candidate) / (1 + reference).
+        sides = (1 + row["candidate_moved_pct"] / 100) / (1 + row["reference_moved_pct"] / 100)
+        assert row["speedups"][0] / row["speedups"][1] == pytest.approx(sides, rel=1e-9)
     beyond = figures["beyond_noise"]
     assert beyond["z_over_2"] == sum(row["z"] > 2 for row in largest)
     assert beyond["z_over_2_pct"] == pytest.approx(50 * beyond["z_over_2"])
