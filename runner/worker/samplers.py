@@ -1,0 +1,129 @@
+"""How one batch of timing samples is taken: on the host clock, or with CUDA events on a GPU.
+
+A sampler queues a batch of calls (``launch``), closes it (``close``: the audit call, if any, and
+the synchronisation after which the batch is done) and reads its times (``times``), so the timing
+loop (``timing.py``) can queue the next batch before it reads the last. The CUDA sampler flushes
+the L2 outside the timed region before every sample in cold mode. ``warm_up`` runs a closure
+before its measurement. This module decides nothing about when to stop or what to keep.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+
+
+def warm_up(fn, sampler, warmup_ms: float) -> None:
+    """At least three calls, one at a time (the first may compile or load), then the rest of ``warmup_ms``
+    queued in one batch sized from them: a handful of synchronisations, not one per call."""
+    spent = 0.0
+    calls = 0
+    size = 1
+    while calls < 3 or spent < warmup_ms:
+        times = sampler.run_batch([fn] * size)[0]
+        spent += sum(times)
+        calls += size
+        if calls >= 1000:
+            break
+        if calls >= 3:
+            per_call = max(min(times), 1e-3)
+            size = max(1, min(math.ceil((warmup_ms - spent) / per_call), 1000 - calls))
+
+
+class HostSampler:
+    """The host clock: each call runs as it is launched, so a batch is done when ``launch`` returns."""
+
+    clock = "host_perf_counter"
+    flushes = False
+
+    def launch(self, fns) -> list[float]:
+        times = []
+        for fn in fns:
+            start = time.perf_counter_ns()
+            fn()
+            times.append((time.perf_counter_ns() - start) / 1e6)
+        return times
+
+    def close(self, handle, audit=None) -> None:
+        pass
+
+    def times(self, handle) -> tuple[list[float], None]:
+        return handle, None
+
+    def run_batch(self, fns, audit=None) -> tuple[list[float], None]:
+        return self.launch(fns), None
+
+
+class CudaSampler:
+    """CUDA events around every sample, queued a batch at a time; two sets of events, so one batch can
+    be read while the next runs."""
+
+    clock = "cuda_events"
+
+    def __init__(self, device: torch.device, cold: bool, device_sync: bool = False) -> None:
+        self.device = device
+        self.flushes = cold
+        self.device_sync = device_sync
+        l2_bytes = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 50 << 20)
+        # Twice the L2 size, written before every sample, evicts whatever the last call left.
+        self.flush_buffer = torch.empty(max(2 * l2_bytes, 64 << 20), dtype=torch.int8, device=device) if cold else None
+        self._event_sets: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = [[], []]
+        self._next_set = 0
+
+    def _flush(self) -> None:
+        """Evict the L2 outside the timed region (cold mode)."""
+        if self.flush_buffer is not None:
+            self.flush_buffer.zero_()
+
+    def _pairs(self, count: int):
+        events = self._event_sets[self._next_set]
+        self._next_set ^= 1
+        while len(events) < count:
+            events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
+        return events[:count]
+
+    def launch(self, fns) -> dict:
+        """Queue one sample per function; returns at once (unless every sample is closed by a device-wide
+        synchronisation, ``sync="device"``), the GPU still working on them."""
+        pairs = self._pairs(len(fns) + 1)
+        for fn, (start, end) in zip(fns, pairs):
+            self._flush()
+            start.record()
+            fn()
+            if self.device_sync:
+                torch.cuda.synchronize(self.device)  # every stream's work ends before the end event
+            end.record()
+        return {"pairs": pairs, "samples": len(fns), "audited": False}
+
+    def close(self, handle: dict, audit=None) -> None:
+        """Queue the audit call behind the batch, if any, then wait until the GPU has done both.
+
+        The audit call is closed by a device-wide synchronisation before its end event, so it
+        counts work on every stream. Queued behind the batch, its host-side launch cost is
+        hidden like the samples' (the GPU is still busy with the batch while the host launches
+        it); what it adds beyond the events is the synchronisation's own latency, alike for
+        both sides, plus any work the call left running on another stream.
+        """
+        if audit is not None:
+            start, end = handle["pairs"][handle["samples"]]
+            self._flush()
+            start.record()
+            audit()
+            torch.cuda.synchronize(self.device)
+            end.record()
+            handle["audited"] = True
+        torch.cuda.synchronize(self.device)
+
+    def times(self, handle: dict) -> tuple[list[float], float | None]:
+        """The closed batch's sample times and its audit call's, in ms."""
+        pairs, count = handle["pairs"], handle["samples"]
+        times = [start.elapsed_time(end) for start, end in pairs[:count]]
+        return times, pairs[count][0].elapsed_time(pairs[count][1]) if handle["audited"] else None
+
+    def run_batch(self, fns, audit=None) -> tuple[list[float], float | None]:
+        """One batch, start to end: launched, closed (with the audit call, if any), read."""
+        handle = self.launch(fns)
+        self.close(handle, audit)
+        return self.times(handle)
