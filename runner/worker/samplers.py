@@ -101,10 +101,12 @@ class CudaSampler:
         """Queue the audit call behind the batch, if any, then wait until the GPU has done both.
 
         The audit call is closed by a device-wide synchronisation before its end event, so it
-        counts work on every stream. Queued behind the batch, its host-side launch cost is
-        hidden like the samples' (the GPU is still busy with the batch while the host launches
-        it); what it adds beyond the events is the synchronisation's own latency, alike for
-        both sides, plus any work the call left running on another stream.
+        counts work on every stream. Where the GPU is still busy with the batch when the host
+        launches it, its host-side launch cost is hidden like the samples'; where the host's work
+        between ``launch`` and ``close`` outlasted a short batch, its launch latency is in it too.
+        Either way what it adds beyond the events is alike for both sides (``integrity.py`` judges
+        the candidate's excess over the reference's), plus any work the call left running on
+        another stream.
         """
         if audit is not None:
             start, end = handle["pairs"][handle["samples"]]
