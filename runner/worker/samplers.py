@@ -22,7 +22,7 @@ def warm_up(fn, sampler, warmup_ms: float) -> None:
     calls = 0
     size = 1
     while calls < 3 or spent < warmup_ms:
-        times = sampler.run_batch([fn] * size)[0]
+        times = run_batch(sampler, [fn] * size)[0]
         spent += sum(times)
         calls += size
         if calls >= 1000:
@@ -30,6 +30,13 @@ def warm_up(fn, sampler, warmup_ms: float) -> None:
         if calls >= 3:
             per_call = max(min(times), 1e-3)
             size = max(1, min(math.ceil((warmup_ms - spent) / per_call), 1000 - calls))
+
+
+def run_batch(sampler, fns, audit=None) -> tuple[list[float], float | None]:
+    """One batch on either sampler, start to end: launched, closed (with the audit call, if any), read."""
+    handle = sampler.launch(fns)
+    sampler.close(handle, audit)
+    return sampler.times(handle)
 
 
 class HostSampler:
@@ -51,9 +58,6 @@ class HostSampler:
 
     def times(self, handle) -> tuple[list[float], None]:
         return handle, None
-
-    def run_batch(self, fns, audit=None) -> tuple[list[float], None]:
-        return self.launch(fns), None
 
 
 class CudaSampler:
@@ -123,9 +127,3 @@ class CudaSampler:
         pairs, count = handle["pairs"], handle["samples"]
         times = [start.elapsed_time(end) for start, end in pairs[:count]]
         return times, pairs[count][0].elapsed_time(pairs[count][1]) if handle["audited"] else None
-
-    def run_batch(self, fns, audit=None) -> tuple[list[float], float | None]:
-        """One batch, start to end: launched, closed (with the audit call, if any), read."""
-        handle = self.launch(fns)
-        self.close(handle, audit)
-        return self.times(handle)

@@ -82,6 +82,7 @@ def measure_pair(
     order_log = []
     stop_reason = "max_samples"
     stopping = False
+    noise = math.inf  # of the samples kept so far: computed once per judged batch, read by the prediction too
     auditing = cuda and settings.sync == "events"
     # One batch ahead: batch j is queued before batch j - 1 is judged, so the NVML reading, the judgement
     # and the noise of j - 1 happen while the GPU runs j. The reading taken after j's launch falls inside j;
@@ -93,7 +94,7 @@ def measure_pair(
         waiting = len(pending.order) // 2 if pending else 0
         # No batch is queued behind one that will probably end the measurement: if it does not, the next
         # is queued after it was judged (one idle moment); if it does, no batch was measured for nothing.
-        last_likely = pending is not None and _likely_enough(samples, ordered, audits, pending, settings, auditing)
+        last_likely = pending is not None and _likely_enough(samples, noise, audits, pending, settings, auditing)
         if not stopping and not last_likely and len(samples["reference"]) + waiting < settings.max_samples:
             launched += 1
             order = []
@@ -217,14 +218,14 @@ def _enough(n: int, noise: float, both_audited: bool, shortest_side_ms: float, s
     )
 
 
-def _likely_enough(samples: dict, ordered: dict, audits: dict, pending: _Queued, settings, auditing: bool) -> bool:
+def _likely_enough(samples: dict, noise: float, audits: dict, pending: _Queued, settings, auditing: bool) -> bool:
     """Whether the rule will probably hold once ``pending`` (queued, not judged) is in: its pairs added at each
-    side's mean so far, the noise shrinking as one over the root of the count."""
+    side's mean so far, the noise of the samples so far (``noise``) shrinking as one over the root of the count."""
     n = len(samples["reference"])
     if n == 0:
         return False
     extra = len(pending.order) // 2
-    noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True) * math.sqrt(n / (n + extra))
+    noise *= math.sqrt(n / (n + extra))
     audited = {side for side, values in audits.items() if values} | {pending.audited}
     shortest = min(sum(values) * (n + extra) / n for values in samples.values())
     return _enough(n + extra, noise, not auditing or audited >= set(audits), shortest, settings)
