@@ -140,9 +140,9 @@ def _union_seconds(intervals: list[tuple[float, float]]) -> float:
 
 def repeat(run_a: Path, run_b: Path) -> dict:
     """Per task and method, how far the speedup moved between two runs, which side moved, and whether
-    that is more than the runs' own noise estimates allow: ``z`` is the move over the two ratio noises
-    together, which for well-calibrated estimates exceeds 2 for about one pair in twenty
-    (``beyond_noise``)."""
+    that is more than the runs' own noise estimates allow: ``z`` is the move over the two runs' noises
+    together (each run's ratio noise and, where it sampled several placements, their standard error),
+    which for well-calibrated estimates exceeds 2 for about one pair in twenty (``beyond_noise``)."""
 
     def speedups(run_dir):
         out = {}
@@ -151,15 +151,16 @@ def repeat(run_a: Path, run_b: Path) -> dict:
                 key = (job["meta"]["method"], result.task_id)
                 timing = result.timing
                 medians = (timing.reference.median_ms, timing.candidate.median_ms)
-                out[key] = (job["task"]["level"], timing.speedup, timing.ratio_noise, medians)
+                noise = math.hypot(timing.ratio_noise, timing.placement_noise or 0.0)
+                out[key] = (job["task"]["level"], timing.speedup, noise, medians, timing.placement_spread)
         return out
 
     a, b = speedups(run_a), speedups(run_b)
     deltas: dict[str, list[float]] = {}
     moved = []
     for key in sorted(set(a) & set(b)):
-        level, first, first_noise, first_ms = a[key]
-        _, second, second_noise, second_ms = b[key]
+        level, first, first_noise, first_ms, first_spread = a[key]
+        _, second, second_noise, second_ms, second_spread = b[key]
         group = f"{key[0]}, {'blocks (level 3)' if level >= 3 else 'ops and fusions (levels 1-2)'}"
         delta = abs(first / second - 1)
         deltas.setdefault(group, []).append(delta)
@@ -170,7 +171,8 @@ def repeat(run_a: Path, run_b: Path) -> dict:
                 "task": key[1],
                 "abs_delta_pct": 100 * delta,
                 "speedups": [first, second],
-                "ratio_noise_pct": [100 * first_noise, 100 * second_noise],
+                "noise_pct": [100 * first_noise, 100 * second_noise],
+                "placement_spread_pct": [None if s is None else 100 * s for s in (first_spread, second_spread)],
                 # Which side moved: each side's median from the first run to the second, in percent.
                 "reference_moved_pct": 100 * (second_ms[0] / first_ms[0] - 1),
                 "candidate_moved_pct": 100 * (second_ms[1] / first_ms[1] - 1),

@@ -57,9 +57,17 @@ def test_repeat_pairs_tasks_and_reports_duty(two_passes):
     assert largest[0]["abs_delta_pct"] >= largest[1]["abs_delta_pct"]
     first, second = largest[0]["speedups"]
     assert largest[0]["abs_delta_pct"] == pytest.approx(100 * abs(first / second - 1))
-    for row in largest:  # the move against both runs' own noise estimates
-        noise_a, noise_b = row["ratio_noise_pct"]
+    timings = [
+        {r["task_id"]: r["timing"] for r in map(json.loads, map(Path.read_text, run.glob("jobs/*/out/result.json")))}
+        for run in two_passes
+    ]
+    for row in largest:  # the move against both runs' own noise estimates: sampling and placements together
+        noise_a, noise_b = row["noise_pct"]
+        for noise, timing in zip(row["noise_pct"], (t[row["task"]] for t in timings)):
+            assert timing["placements"] == 4 and timing["placement_noise"] is not None
+            assert noise == pytest.approx(100 * math.hypot(timing["ratio_noise"], timing["placement_noise"]))
         assert noise_a > 0 and noise_b > 0
+        assert row["placement_spread_pct"] == [100 * t[row["task"]]["placement_spread"] for t in timings]
         assert row["z"] == pytest.approx(row["abs_delta_pct"] / math.hypot(noise_a, noise_b))
         # The speedup's move is the two sides' moves together: first / second = (1 + candidate) / (1 + reference).
         sides = (1 + row["candidate_moved_pct"] / 100) / (1 + row["reference_moved_pct"] / 100)

@@ -61,3 +61,16 @@ def test_the_report_says_where_the_wall_time_went():
     two = render_report(frame, {"name": "r", "wall_s": 10.0, "lanes": 2, "wall_parts_s": parts})
     assert "- where the 2 GPUs' wall time went: measured 10.0 s" in two
     assert "where the" not in render_report(frame, {"name": "r", "wall_s": 20.0})
+
+
+def test_the_report_names_the_evaluations_that_placement_moves():
+    """Where the placements' standard error exceeds the sampling noise the speedup depends on memory
+    placement (a transpose on the H100: 4-5% between its four placements); those are listed, largest first."""
+    frame = _frame([1.0, 1.0, 1.0])
+    frame["ratio_noise"] = [0.001, 0.001, 0.002]
+    frame["placement_noise"] = [0.009, 0.0005, None]
+    text = render_report(frame, {"name": "r"})
+    assert "## Where memory placement moves the speedup" in text and "1 evaluations:" in text
+    assert "| reference | t0 | 1.0000 | 0.100% | 0.900% |" in text and "| t1 |" not in text
+    frame["placement_noise"] = None  # one placement sampled (or a run from before): no section
+    assert "placement" not in render_report(frame, {"name": "r"})

@@ -94,6 +94,7 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
         table = per_category(frame[frame["method"] == method])
         lines += [f"## Per category — {method}", ""]
         lines += _table(list(table.columns), table.values.tolist()) + [""]
+    lines += _placement_section(frame)
     failures = frame[frame["verdict"] != "correct"]
     if not failures.empty:
         lines += ["## Not correct", ""]
@@ -102,6 +103,39 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
             failures[["method", "task_id", "verdict", "reason"]].values.tolist(),
         ) + [""]
     return "\n".join(lines)
+
+
+_PLACEMENT_ROWS = 10  # evaluations listed where the placements moved the speedup more than the sampling noise
+
+
+def _placement_section(frame: pd.DataFrame) -> list[str]:
+    """The evaluations whose speedup depends on where their inputs and outputs lie in memory more than on
+    sampling: the placements' standard error over the ratio noise (runner/worker/timing.py). No section
+    where none does, or where the timing sampled one placement."""
+    noise = pd.to_numeric(frame["placement_noise"], errors="coerce")
+    moved = frame[noise.notna() & (noise > pd.to_numeric(frame["ratio_noise"], errors="coerce"))]
+    if moved.empty:
+        return []
+    moved = moved.assign(placement_noise=noise[moved.index]).sort_values("placement_noise", ascending=False)
+    rows = [
+        [
+            row.method,
+            row.task_id,
+            _fmt(row.speedup, 4),
+            f"{100 * row.ratio_noise:.3f}%",
+            f"{100 * row.placement_noise:.3f}%",
+        ]
+        for row in moved.head(_PLACEMENT_ROWS).itertuples()
+    ]
+    lines = ["## Where memory placement moves the speedup", ""]
+    lines += [
+        f"{len(moved)} evaluations: the speedups of their placements (input sets and outputs at other addresses, "
+        "sampled in turn) lie further apart than the samples' noise allows; more samples do not narrow that, "
+        "more placements do (`eval.timing.placements`). The largest:",
+        "",
+    ]
+    header = ["method", "task", "speedup", "ratio noise", "placement noise"]
+    return lines + _table(header, rows) + [""]
 
 
 def _device_line(env: dict) -> str:

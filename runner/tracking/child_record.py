@@ -46,6 +46,8 @@ def child_record(job_dir: Path, result: Result, git_commit: str) -> ChildRecord:
             samples=timing.candidate.samples,
             measured_s=timing.measured_s,
         )
+        if timing.placement_noise is not None:  # several placements sampled (runner/worker/timing.py)
+            metrics.update(placement_noise=timing.placement_noise, placement_spread=timing.placement_spread)
         params["timed_input_seed"] = timing.input_seed  # eval.timing.input_seed=<it> redoes this evaluation
     tags = {
         EVAL_TAG: result.eval_id,

@@ -20,6 +20,7 @@ worker died.
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
 import time
@@ -313,24 +314,30 @@ def _run(
     dims = task["shapes"][timed_shape]
     settings = TimingSettings(**job["timing"])
     timed_seed = settings.input_seed if settings.input_seed is not None else _unpredictable_seed()
-    reference = _Rotation(build_model(reference_module.Model, reference_module, dims, device, seed))
-    candidate = _Rotation(build_model(model_class, reference_module, dims, device, seed))
-    input_sets = _timing_inputs(reference_module, dims, device, timed_seed, settings)
-    reference.input_sets = candidate.input_sets = input_sets
+    input_sets, groups = _timing_inputs(reference_module, dims, device, timed_seed, settings)
+    reference = _TimedSide(build_model(reference_module.Model, reference_module, dims, device, seed), input_sets)
+    candidate = _TimedSide(build_model(model_class, reference_module, dims, device, seed), input_sets)
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # the set-up's device work is done before the measurement's turn
     clock.mark(WAIT_STAGE)
     token.hold(EXCLUSIVE)
     clock.mark("timing")
     try:
-        timing, raw = measure_pair(reference, candidate, device, settings, timed_shape, seed)
+        timing, raw = measure_pair(
+            [reference.rotation(group) for group in groups],
+            [candidate.rotation(group) for group in groups],
+            device,
+            settings,
+            timed_shape,
+            seed,
+        )
     except GpuThrottled as exc:  # the GPU's fault, not the candidate's: no verdict on its speed
         raise _Stop(Verdict("infra_error", "gpu_throttled", str(exc)[:500], "timing")) from None
     except Exception as exc:
         raise _Stop(_failure("runtime_error", "timing_failed", exc, "timing")) from None
     finally:
         token.hold(SHARED)
-    timing.input_sets = len(input_sets)
+    timing.input_sets = len(groups[0])
     timing.input_seed = timed_seed
     result.timing = timing
     write_json_atomic(job_dir / OUT_DIR / SAMPLES_FILE, raw)
@@ -421,30 +428,61 @@ def _check_timed_output(expected, outputs, what: str, index: int, tolerance) -> 
 _TIMING_INPUT_BUDGET_BYTES = 4 << 30
 
 
-def _timing_inputs(module, dims: dict, device: torch.device, seed: int, settings: TimingSettings) -> list:
+def _timing_inputs(
+    module, dims: dict, device: torch.device, seed: int, settings: TimingSettings
+) -> tuple[list, list[list[int]]]:
+    """The timed input sets, all made up front and held, so each lies at addresses of its own; and their
+    placements: groups of ``input_sets`` indices, one group per placement. Where they would take more than
+    the budget, the groups hold fewer sets first (one set each, at the least), then there are fewer groups:
+    large inputs too can depend on their placement (a 1 GiB transpose's speedup by up to 5% on the H100:
+    BENCHMARKS.md, twelfth session)."""
     first = make_inputs(module, dims, device, seed)
     if settings.graphs and device.type == "cuda":
-        return [first]  # a captured graph replays fixed addresses: one set
+        return [first], [[0]]  # a captured graph replays fixed addresses: one set
     size = sum(x.numel() * x.element_size() for x in first if isinstance(x, torch.Tensor))
-    count = max(1, min(settings.input_sets, _TIMING_INPUT_BUDGET_BYTES // max(size, 1)))
-    return [first] + [make_inputs(module, dims, device, seed + k) for k in range(1, count)]
+    affordable = max(1, _TIMING_INPUT_BUDGET_BYTES // max(size, 1))
+    group_count = max(1, min(settings.placements, affordable))
+    per_group = max(1, min(settings.input_sets, affordable // group_count))
+    count = per_group * group_count
+    sets = [first] + [make_inputs(module, dims, device, seed + k) for k in range(1, count)]
+    return sets, [list(range(g * per_group, (g + 1) * per_group)) for g in range(group_count)]
 
 
-class _Rotation:
-    """A timed closure: each call takes the next input set; the last output is kept for checking."""
+class _TimedSide:
+    """One side of the measurement: its model, the input sets, and the outputs of its last calls.
 
-    def __init__(self, model) -> None:
+    ``rotation(group)`` is the timed closure of one placement: each call takes the next set of the group.
+    The outputs of the side's last calls stay alive (as many as a group has sets, while they take no more
+    than the inputs' budget), so the caching allocator puts each call's output at another address than
+    those before it: the outputs too are at several placements, not in the same block or two for every
+    call of the process.
+    The last output is kept with its set's index for the checks after the timing."""
+
+    def __init__(self, model, input_sets: list) -> None:
         self.model = model
-        self.input_sets: list = []
-        self.calls = 0
+        self.input_sets = input_sets
+        self.recent: collections.deque | None = None  # sized at the first call, from its output's bytes
         self.last: tuple[int, object] = (0, None)
 
-    def __call__(self):
-        index = self.calls % len(self.input_sets)
-        self.calls += 1
-        output = self.model(*self.input_sets[index])
-        self.last = (index, output)
-        return output
+    def rotation(self, group: list[int]):
+        calls = 0
+
+        def call():
+            nonlocal calls
+            index = group[calls % len(group)]
+            calls += 1
+            output = self.model(*self.input_sets[index])
+            self.last = (index, output)
+            self._keep(output, len(group))
+            return output
+
+        return call
+
+    def _keep(self, output, held: int) -> None:
+        if self.recent is None:
+            size = sum(t.numel() * t.element_size() for t in as_output_list(output) if isinstance(t, torch.Tensor))
+            self.recent = collections.deque(maxlen=max(1, min(held, _TIMING_INPUT_BUDGET_BYTES // max(size, 1))))
+        self.recent.append(output)
 
 
 def _unpredictable_seed() -> int:

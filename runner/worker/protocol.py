@@ -62,6 +62,9 @@ class TimingSettings:
     sync: str = "events"
     graphs: bool = False  # replay each side as a captured CUDA graph (no launch overhead); GPU only
     input_sets: int = 3  # timed calls rotate among this many input sets (caching by pointer fails)
+    # The timed call at this many placements: input sets and outputs at other addresses each, batches
+    # taking them in turn (runner/worker/timing.py); 1: one placement, as one process sees it.
+    placements: int = 4
     # The timed inputs' seed. None: drawn by each evaluation after the candidate's import, so nothing
     # it computed beforehand can hold their answers (recorded as timing.input_seed). A number makes them
     # the same in every evaluation, to redo one exactly: a candidate that reads its job can predict them.
@@ -123,6 +126,9 @@ class Timing:
     power_capped_batches: int = 0  # kept batches during which the GPU ran at its software power cap
     sync_gap_ms: dict = field(default_factory=dict)  # per side: synchronised audit minus event median
     window: list = field(default_factory=list)  # [start, end] of the timing loop, epoch seconds (lock audits)
+    placements: int = 1  # input sets and outputs at this many sets of addresses, sampled in turn
+    placement_spread: float | None = None  # the placements' speedups: largest over smallest, minus 1
+    placement_noise: float | None = None  # standard error of their mean, relative to it
 
 
 @dataclass

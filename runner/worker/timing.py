@@ -22,6 +22,16 @@ ends with one audit call of a side chosen at random, closed by a device-wide syn
 the gap between the audited and the event-timed medians exposes work left running on another
 stream (``sync_gap_ms``; judged in ``integrity.py``). ``sync="device"`` closes every sample that
 way; ``graphs=True`` replays each side as a CUDA graph, keeping launch overhead out.
+
+Where the inputs and outputs lie in memory moves some kernels' times by more than the noise of one
+placement (a transpose's speedup by up to 5% on the H100, where one measurement's ratio noise was
+0.1-0.2%: BENCHMARKS.md, twelfth session), and one process sees one placement, so two passes would
+differ by it. Each side
+may therefore come as several closures, the same call on input sets and outputs at other addresses
+(placements); batch j samples placement j mod their count, the noise target may stop the sampling
+only once each has been sampled, and the median pools them all. How far the placements' own
+speedups lie apart is reported (``placement_spread``, ``placement_noise``), not stopped on: more
+samples of the same placements would not narrow it.
 """
 
 from __future__ import annotations
@@ -39,6 +49,8 @@ from runner.worker.clocks import ClockMonitor, device_uuid
 from runner.worker.protocol import Timing, TimingSettings, TimingSummary
 from runner.worker.samplers import CudaSampler, HostSampler, warm_up
 
+_SIDES = ("reference", "candidate")
+
 
 class GpuThrottled(RuntimeError):
     """No batch of samples ran at full speed: the GPU's fault (heat, hardware slowdown), not the candidate's."""
@@ -47,15 +59,22 @@ class GpuThrottled(RuntimeError):
 def measure_pair(
     reference, candidate, device: torch.device, settings: TimingSettings, shape: str, seed: int
 ) -> tuple[Timing, dict]:
-    """Time ``reference`` and ``candidate`` (zero-argument closures); return summary and raw samples.
+    """Time ``reference`` and ``candidate``: each a zero-argument closure, or a list of them, one per
+    placement (the same call on inputs and outputs at other addresses; both lists equally long).
+    Returns the summary and the raw samples.
 
     ``seed`` drives the random interleaving order, so a rerun samples in the same order.
     """
     cuda = device.type == "cuda"
+    references = list(reference) if isinstance(reference, (list, tuple)) else [reference]
+    candidates = list(candidate) if isinstance(candidate, (list, tuple)) else [candidate]
+    if len(references) != len(candidates) or not references:
+        raise ValueError(f"{len(references)} reference and {len(candidates)} candidate placements")
     graphs = "off"
     if cuda and settings.graphs:
         try:
-            reference, candidate = _as_graph(reference, device), _as_graph(candidate, device)
+            references = [_as_graph(fn, device) for fn in references]
+            candidates = [_as_graph(fn, device) for fn in candidates]
             graphs = "on"
         except Exception as exc:  # not capturable (host sync, side stream...): both sides eager
             graphs = f"capture failed: {type(exc).__name__}: {exc}"[:300]
@@ -64,15 +83,16 @@ def measure_pair(
     monitor = ClockMonitor(device_uuid(device))
     window_start = time.time()
     started = time.perf_counter()
-    warm_up(reference, sampler, settings.warmup_ms)
-    warm_up(candidate, sampler, settings.warmup_ms)
+    warm_up(references[0], sampler, settings.warmup_ms)
+    warm_up(candidates[0], sampler, settings.warmup_ms)  # the other placements: same code, other addresses
     rng = random.Random(seed)
-    sides = ("reference", "candidate")
+    sides = _SIDES
     samples = {side: [] for side in sides}
     # The same samples kept sorted as they come: the noise after each batch reads its quartiles off them
     # instead of sorting thousands of values again while the GPU waits for the next batch.
     ordered = {side: [] for side in sides}
     clocks = {side: [] for side in sides}
+    placed: list[int] = []  # each kept batch's placement
     audits = {side: [] for side in sides}
     throttled: list[dict] = []
     cooled = 0.0
@@ -94,7 +114,9 @@ def measure_pair(
         waiting = len(pending.order) // 2 if pending else 0
         # No batch is queued behind one that will probably end the measurement: if it does not, the next
         # is queued after it was judged (one idle moment); if it does, no batch was measured for nothing.
-        last_likely = pending is not None and _likely_enough(samples, noise, audits, pending, settings, auditing)
+        last_likely = pending is not None and _likely_enough(
+            samples, noise, audits, pending, settings, auditing, len(placed) + 1 >= len(references)
+        )
         if not stopping and not last_likely and len(samples["reference"]) + waiting < settings.max_samples:
             launched += 1
             order = []
@@ -104,8 +126,9 @@ def measure_pair(
                 order.extend(pair)
             # Each batch audits one side; the sides alternate from a random start, so both are audited.
             audited = sides[(first_audited + launched) % 2] if auditing else None
-            fns = [reference if side == "reference" else candidate for side in order]
-            current = _Queued(order, audited, sampler.launch(fns))
+            placement = (launched - 1) % len(references)
+            calls = {"reference": references[placement], "candidate": candidates[placement]}
+            current = _Queued(order, audited, sampler.launch([calls[side] for side in order]), placement)
         elif pending is None:
             break  # stopped, or at the sample cap
         if readings is not None:
@@ -148,22 +171,20 @@ def measure_pair(
             if audit_ms is not None:
                 audits[pending.audited].append(audit_ms)
             order_log.extend(pending.order)
+            placed.append(pending.placement)
             n = len(samples["reference"])
             noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
-            both_audited = not auditing or all(audits.values())
+            # Every placement sampled, like both sides audited, before the noise target may stop the sampling.
+            covered = (not auditing or all(audits.values())) and len(placed) >= len(references)
             if stopping:
                 pass  # a batch queued before the stop, kept
-            elif _enough(n, noise, both_audited, min(sum(samples[side]) for side in sides), settings):
+            elif _enough(n, noise, covered, min(sum(samples[side]) for side in sides), settings):
                 stop_reason, stopping = "noise_target", True
-            elif (
-                time.perf_counter() - started > settings.time_cap_s
-                and n >= min(settings.min_samples, 10)
-                and both_audited
-            ):
+            elif time.perf_counter() - started > settings.time_cap_s and n >= min(settings.min_samples, 10) and covered:
                 stop_reason, stopping = "time_cap", True
         if current is not None:
-            audit = {"reference": reference, "candidate": candidate}.get(current.audited)
-            sampler.close(current.handle, audit)
+            audit = {"reference": references[current.placement], "candidate": candidates[current.placement]}
+            sampler.close(current.handle, audit.get(current.audited))
         pending = current
     if not samples["reference"]:
         raise GpuThrottled(
@@ -174,6 +195,7 @@ def measure_pair(
     ref = _summarise(samples["reference"])
     cand = _summarise(samples["candidate"])
     kept_clocks = [c for c in clocks["reference"] if c is not None]
+    spread, placement_noise = _placement_spread(samples, placed, settings.batch)
     timing = Timing(
         clock=sampler.clock,
         shape=shape,
@@ -196,31 +218,39 @@ def measure_pair(
             side: statistics.median(audits[side]) - statistics.median(samples[side]) for side in sides if audits[side]
         },
         window=[window_start, time.time()],
+        placements=len(references),
+        placement_spread=spread,
+        placement_noise=placement_noise,
     )
     raw = {
         "unit": "ms",
         "order": order_log,
         **samples,
         "sm_clock_mhz": clocks,
+        "batch_placement": placed,
         "sync_audit": audits,
         "throttled_batches": throttled,
     }
     return timing, raw
 
 
-def _enough(n: int, noise: float, both_audited: bool, shortest_side_ms: float, settings: TimingSettings) -> bool:
-    """The noise target's stopping rule: enough samples, quiet enough, both sides audited, long enough."""
+def _enough(n: int, noise: float, covered: bool, shortest_side_ms: float, settings: TimingSettings) -> bool:
+    """The noise target's stopping rule: enough samples, quiet enough, both sides audited and every placement
+    sampled (``covered``), long enough."""
     return (
         n >= settings.min_samples
         and noise <= settings.target_noise
-        and both_audited
+        and covered
         and shortest_side_ms >= 1000.0 * settings.min_time_s
     )
 
 
-def _likely_enough(samples: dict, noise: float, audits: dict, pending: _Queued, settings, auditing: bool) -> bool:
+def _likely_enough(
+    samples: dict, noise: float, audits: dict, pending: _Queued, settings, auditing: bool, all_placed: bool
+) -> bool:
     """Whether the rule will probably hold once ``pending`` (queued, not judged) is in: its pairs added at each
-    side's mean so far, the noise of the samples so far (``noise``) shrinking as one over the root of the count."""
+    side's mean so far, the noise of the samples so far (``noise``) shrinking as one over the root of the count;
+    ``all_placed``: every placement sampled once it is in."""
     n = len(samples["reference"])
     if n == 0:
         return False
@@ -228,7 +258,25 @@ def _likely_enough(samples: dict, noise: float, audits: dict, pending: _Queued, 
     noise *= math.sqrt(n / (n + extra))
     audited = {side for side, values in audits.items() if values} | {pending.audited}
     shortest = min(sum(values) * (n + extra) / n for values in samples.values())
-    return _enough(n + extra, noise, not auditing or audited >= set(audits), shortest, settings)
+    return _enough(n + extra, noise, (not auditing or audited >= set(audits)) and all_placed, shortest, settings)
+
+
+def _placement_spread(samples: dict, placed: list[int], batch: int) -> tuple[float | None, float | None]:
+    """How far the placements' speedups lie apart: the largest over the smallest minus 1, and the standard
+    error of their mean relative to it; None with fewer than two placements. A placement's speedup is the
+    median of its batches' speedups (each batch's reference median over its candidate median), so a batch
+    that something slowed on both sides counts as one batch, not as a shift of every median; whatever
+    moves whole batches still shows in it, so it bounds the placements' own effect from above."""
+    by_placement: dict[int, list[float]] = {}
+    for k, placement in enumerate(placed):
+        reference, candidate = (statistics.median(samples[side][k * batch : (k + 1) * batch]) for side in _SIDES)
+        if candidate > 0:
+            by_placement.setdefault(placement, []).append(reference / candidate)
+    speedups = [statistics.median(values) for values in by_placement.values()]
+    if len(speedups) < 2:
+        return None, None
+    mean = statistics.fmean(speedups)
+    return max(speedups) / min(speedups) - 1, statistics.stdev(speedups) / math.sqrt(len(speedups)) / mean
 
 
 def _as_graph(fn, device: torch.device):
@@ -295,8 +343,9 @@ def _summarise(values: list[float]) -> TimingSummary:
 
 @dataclass
 class _Queued:
-    """A batch on its way: its interleaved order, the side it audits, the sampler's handle on it."""
+    """A batch on its way: its interleaved order, the side it audits, the sampler's handle on it, its placement."""
 
     order: list[str]
     audited: str | None
     handle: object
+    placement: int = 0
