@@ -6,6 +6,8 @@
   isolation, correctness, compile and logging included) and evaluations per minute.
 - ``overlap A B``: two runs made at the same time on one GPU: pairs of measurement windows
   (logged timing loops) that overlap in time. The per-GPU lock promises zero.
+- ``disturbed RUN``: the timed batches something slowed, and whether another worker's CUDA context
+  was being made or torn down meanwhile (``runner/analysis/disturbances.py``).
 - ``ncu PROFILE.csv RUN``: kernel time from Nsight Compute (``gpu__time_duration.sum`` summed
   per task over one call) against the reference's median time in the run.
 
@@ -28,6 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from runner.analysis.disturbances import disturbances
 from runner.analysis.records import job_results
 from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, token_windows
 
@@ -387,7 +390,15 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["profile"]:
         print(json.dumps(profile(*argv[1:])))
         return 0
-    commands = {"all": everything, "repeat": repeat, "overlap": overlap, "ncu": ncu, "duty": duty, "accuracy": accuracy}
+    commands = {
+        "all": everything,
+        "repeat": repeat,
+        "overlap": overlap,
+        "ncu": ncu,
+        "duty": duty,
+        "accuracy": accuracy,
+        "disturbed": disturbances,
+    }
     if not argv or argv[0] not in commands:
         print(f"usage: python -m runner.bench {{{'|'.join(commands)}}} PATH [PATH]", file=sys.stderr)
         return 2

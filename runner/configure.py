@@ -84,6 +84,9 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         raise ConfigError("eval.trials must be at least 1")
     if cfg.executor.in_flight < 1:
         raise ConfigError(f"executor.in_flight must be at least 1, not {cfg.executor.in_flight}")
+    for name in ("placements", "input_sets", "batch"):
+        if cfg.eval.timing[name] < 1:
+            raise ConfigError(f"eval.timing.{name} must be at least 1, not {cfg.eval.timing[name]}")
     if cfg.eval.timing.min_time_s < 0:
         raise ConfigError(f"eval.timing.min_time_s must not be negative, not {cfg.eval.timing.min_time_s}")
     if len(set(cfg.hardware.gpus)) != len(cfg.hardware.gpus) or not cfg.hardware.gpus:

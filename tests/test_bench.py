@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.analysis.disturbances import disturbances
 from runner.bench import duty, ncu, overlap, repeat
 from tests.conftest import FAST_TIMING, kbench
 
@@ -174,3 +175,43 @@ def test_a_result_without_a_token_record_is_no_lane_of_its_own(two_passes, tmp_p
     figures = duty(run)
     assert figures["lanes"] == 1
     assert figures["duty_pct"] == pytest.approx(100 * figures["measured_s"] / figures["wall_s"])
+
+
+def test_disturbed_batches_are_found_and_checked_against_other_workers_device_work(two_passes, tmp_path: Path):
+    """One batch planted 50% slow on the reference side, and another worker's CUDA context made while it
+    ran: the batch is the one disturbed, and the one batch near a context. Every sample else is made equal,
+    and the exits are moved away, so nothing of the CPU's own timing decides the counts."""
+    run, paths = _copy_of(two_passes[0], tmp_path)
+    results = [json.loads(path.read_text()) for path in paths]
+    samples_paths = [path.with_name("samples.json") for path in paths]
+    raws = [json.loads(path.read_text()) for path in samples_paths]
+    for raw in raws:
+        assert len(raw["batch_window"]) == len(raw["batch_placement"]) >= 4
+        for side in ("reference", "candidate"):
+            raw[side] = [1.0] * len(raw[side])
+    size = len(raws[0]["reference"]) // len(raws[0]["batch_window"])
+    raws[0]["reference"][size : 2 * size] = [1.5] * size
+    results[1]["environment"]["spare_cuda_context"] = raws[0]["batch_window"][1]
+    for result in results:
+        result["finished_at"] += 1e6
+    for path, value in [*zip(paths, results), *zip(samples_paths, raws)]:
+        path.write_text(json.dumps(value))
+    found = disturbances(run)
+    assert found["batches"] == sum(len(raw["batch_window"]) for raw in raws)
+    assert found["disturbed"] == 1 and found["near_none"] == 0
+    (row,) = found["largest"]
+    assert (row["batch"], row["side"], row["near"]) == (1, "reference", ["cuda_context"])
+    assert row["excess_pct"] == pytest.approx(50.0)
+    assert found["near"]["cuda_context"] == {
+        "all": 1,
+        "disturbed": 1,
+        "all_pct": 100 / found["batches"],
+        "disturbed_pct": 100.0,
+    }
+    assert found["near"]["worker_exit"]["all"] == 0
+    # A worker's own context is not a disturbance of its own measurement.
+    results[0]["environment"]["spare_cuda_context"] = raws[0]["batch_window"][1]
+    results[1]["environment"].pop("spare_cuda_context")
+    paths[0].write_text(json.dumps(results[0]))
+    paths[1].write_text(json.dumps(results[1]))
+    assert disturbances(run)["near"]["cuda_context"]["all"] == 0

@@ -58,6 +58,8 @@ def test_presets_pick_what_they_promise():
         ("method=refrence", "refrence"),
         ("experiment=nope", "nope"),
         ("method=directory", "path"),
+        ("eval.timing.placements=0", "eval.timing.placements must be at least 1, not 0"),
+        ("eval.timing.input_sets=-2", "eval.timing.input_sets must be at least 1"),
     ],
 )
 def test_bad_config_is_one_line(override, fragment):

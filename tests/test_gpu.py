@@ -338,3 +338,6 @@ def test_reference_through_forked_and_fresh_workers_on_the_gpu(tmp_path):
             assert result["verdict"]["status"] == "correct", result["verdict"]
             started_by = result["environment"]["sandbox"]["started_by"]
             assert started_by == ("fork server" if start == "fork" else "fresh interpreter")
+            # A spare made its CUDA context outside the device token: when, for ``runner.bench disturbed``.
+            made, ready = result["environment"]["spare_cuda_context"]
+            assert made <= ready <= result["started_at"]

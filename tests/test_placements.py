@@ -13,7 +13,7 @@ import types
 import pytest
 import torch
 
-from runner.worker import evaluate
+from runner.worker import placements
 from runner.worker.protocol import TimingSettings
 from runner.worker.timing import _placement_spread, measure_pair
 
@@ -36,6 +36,10 @@ def test_batches_take_the_placements_in_turn_and_the_target_waits_for_all_of_the
     assert log[:warm] == [0] * warm
     assert log[warm:] == [k for k in range(4) for _ in range(4)]  # each batch: 2 pairs of its own placement
     assert timing.placement_spread is not None and timing.placement_noise is not None
+    # Each kept batch's window: launched, then closed, and the next launched after it (runner/analysis/disturbances.py).
+    windows = raw["batch_window"]
+    assert len(windows) == 4 and all(start <= end for start, end in windows)
+    assert all(windows[k][1] <= windows[k + 1][0] for k in range(3))
 
 
 def test_one_closure_per_side_is_one_placement_with_no_spread():
@@ -83,9 +87,9 @@ class _Task:
     ],
 )
 def test_input_sets_under_the_budget_keep_placements_first(monkeypatch, affordable_sets, groups):
-    monkeypatch.setattr(evaluate, "_TIMING_INPUT_BUDGET_BYTES", affordable_sets * 4 * 1000)
+    monkeypatch.setattr(placements, "TIMING_INPUT_BUDGET_BYTES", affordable_sets * 4 * 1000)
     settings = TimingSettings(input_sets=3, placements=4)
-    sets, found = evaluate._timing_inputs(_Task(1000).module, {}, CPU, 7, settings)
+    sets, found = placements.timing_inputs(_Task(1000).module, {}, CPU, 7, settings)
     assert found == groups and len(sets) == sum(map(len, groups))
     assert len({s[0].data_ptr() for s in sets}) == len(sets)  # all held at once: each at addresses of its own
     if len(sets) > 1:
@@ -94,7 +98,7 @@ def test_input_sets_under_the_budget_keep_placements_first(monkeypatch, affordab
 
 def test_a_sides_rotations_take_their_groups_sets_and_keep_the_last_outputs_alive():
     inputs = [[torch.full((4,), float(k))] for k in range(6)]
-    side = evaluate._TimedSide(lambda x: x * 2, inputs)
+    side = placements.TimedSide(lambda x: x * 2, inputs)
     first, second = side.rotation([0, 1, 2]), side.rotation([3, 4, 5])
     used = []
     for call in (first, first, second, first, second):
@@ -109,8 +113,8 @@ def test_a_sides_rotations_take_their_groups_sets_and_keep_the_last_outputs_aliv
 
 
 def test_outputs_larger_than_the_budget_are_not_held(monkeypatch):
-    monkeypatch.setattr(evaluate, "_TIMING_INPUT_BUDGET_BYTES", 4 * 4)  # one output of 4 floats
-    side = evaluate._TimedSide(lambda x: x + 1, [[torch.zeros(4)] for _ in range(3)])
+    monkeypatch.setattr(placements, "TIMING_INPUT_BUDGET_BYTES", 4 * 4)  # one output of 4 floats
+    side = placements.TimedSide(lambda x: x + 1, [[torch.zeros(4)] for _ in range(3)])
     rotation = side.rotation([0, 1, 2])
     for _ in range(5):
         rotation()

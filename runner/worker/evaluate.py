@@ -20,7 +20,6 @@ worker died.
 
 from __future__ import annotations
 
-import collections
 import os
 import sys
 import time
@@ -47,6 +46,7 @@ from runner.worker.integrity import (
 )
 from runner.worker.kernel_census import KernelCensus
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
+from runner.worker.placements import TimedSide, timing_inputs
 from runner.worker.precision import float64_references
 from runner.worker.prewarm import PREWARMED, prewarm_checks, prewarm_compiler
 from runner.worker.protocol import (
@@ -77,6 +77,11 @@ class _Stop(Exception):
         self.verdict = verdict
 
 
+# When this process, a spare, made its CUDA context ([start, end], epoch seconds): outside the device token,
+# so possibly during another evaluation's measurement (runner/analysis/disturbances.py checks).
+SPARE_CUDA_CONTEXT: list[float] = []
+
+
 def main(argv: list[str]) -> int:
     """``JOB_DIR``, or ``--wait``: start now (imports, CUDA context), read JOB_DIR from stdin later."""
     if argv == ["--wait"]:
@@ -85,8 +90,10 @@ def main(argv: list[str]) -> int:
         import torch._inductor.compile_fx  # noqa: F401
 
         if os.environ.get("KBENCH_CUDA_PREINIT") == "1" and torch.cuda.is_available():
+            started = time.time()
             torch.cuda.init()
             torch.empty(1, device="cuda:0")  # creates the context now rather than inside the timed job
+            SPARE_CUDA_CONTEXT[:] = [started, time.time()]
             prewarm_compiler(torch.device("cuda", torch.cuda.current_device()))
             prewarm_checks()
         line = sys.stdin.readline().strip()
@@ -159,6 +166,8 @@ def evaluate(job: dict, job_dir: Path) -> Result:
         result.environment = worker_environment(device)
         if PREWARMED:
             result.environment["spare_prewarm_s"] = dict(PREWARMED)  # paid before the job (runner/worker/prewarm.py)
+        if SPARE_CUDA_CONTEXT:
+            result.environment["spare_cuda_context"] = list(SPARE_CUDA_CONTEXT)
         screened = _screen(job, job_dir, result)
         # Everything from here on may run work on the device: it holds the device's token, shared
         # until the timed samples, which take it exclusive. The stage marker (from which the
@@ -314,9 +323,9 @@ def _run(
     dims = task["shapes"][timed_shape]
     settings = TimingSettings(**job["timing"])
     timed_seed = settings.input_seed if settings.input_seed is not None else _unpredictable_seed()
-    input_sets, groups = _timing_inputs(reference_module, dims, device, timed_seed, settings)
-    reference = _TimedSide(build_model(reference_module.Model, reference_module, dims, device, seed), input_sets)
-    candidate = _TimedSide(build_model(model_class, reference_module, dims, device, seed), input_sets)
+    input_sets, groups = timing_inputs(reference_module, dims, device, timed_seed, settings)
+    reference = TimedSide(build_model(reference_module.Model, reference_module, dims, device, seed), input_sets)
+    candidate = TimedSide(build_model(model_class, reference_module, dims, device, seed), input_sets)
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # the set-up's device work is done before the measurement's turn
     clock.mark(WAIT_STAGE)
@@ -422,67 +431,6 @@ def _check_timed_output(expected, outputs, what: str, index: int, tolerance) -> 
     if not comparison.ok:
         message = f"{what} (input set {index}) is wrong: {comparison.reason}"
         raise _Stop(Verdict("integrity_violation", "timed_output_mismatch", message, "timing"))
-
-
-# Extra input sets for timing may take this much memory together; beyond it fewer sets rotate.
-_TIMING_INPUT_BUDGET_BYTES = 4 << 30
-
-
-def _timing_inputs(
-    module, dims: dict, device: torch.device, seed: int, settings: TimingSettings
-) -> tuple[list, list[list[int]]]:
-    """The timed input sets, all made up front and held, so each lies at addresses of its own; and their
-    placements: groups of ``input_sets`` indices, one group per placement. Where they would take more than
-    the budget, the groups hold fewer sets first (one set each, at the least), then there are fewer groups:
-    large inputs too can depend on their placement (a 1 GiB transpose's speedup by up to 5% on the H100:
-    BENCHMARKS.md, twelfth session)."""
-    first = make_inputs(module, dims, device, seed)
-    if settings.graphs and device.type == "cuda":
-        return [first], [[0]]  # a captured graph replays fixed addresses: one set
-    size = sum(x.numel() * x.element_size() for x in first if isinstance(x, torch.Tensor))
-    affordable = max(1, _TIMING_INPUT_BUDGET_BYTES // max(size, 1))
-    group_count = max(1, min(settings.placements, affordable))
-    per_group = max(1, min(settings.input_sets, affordable // group_count))
-    count = per_group * group_count
-    sets = [first] + [make_inputs(module, dims, device, seed + k) for k in range(1, count)]
-    return sets, [list(range(g * per_group, (g + 1) * per_group)) for g in range(group_count)]
-
-
-class _TimedSide:
-    """One side of the measurement: its model, the input sets, and the outputs of its last calls.
-
-    ``rotation(group)`` is the timed closure of one placement: each call takes the next set of the group.
-    The outputs of the side's last calls stay alive (as many as a group has sets, while they take no more
-    than the inputs' budget), so the caching allocator puts each call's output at another address than
-    those before it: the outputs too are at several placements, not in the same block or two for every
-    call of the process.
-    The last output is kept with its set's index for the checks after the timing."""
-
-    def __init__(self, model, input_sets: list) -> None:
-        self.model = model
-        self.input_sets = input_sets
-        self.recent: collections.deque | None = None  # sized at the first call, from its output's bytes
-        self.last: tuple[int, object] = (0, None)
-
-    def rotation(self, group: list[int]):
-        calls = 0
-
-        def call():
-            nonlocal calls
-            index = group[calls % len(group)]
-            calls += 1
-            output = self.model(*self.input_sets[index])
-            self.last = (index, output)
-            self._keep(output, len(group))
-            return output
-
-        return call
-
-    def _keep(self, output, held: int) -> None:
-        if self.recent is None:
-            size = sum(t.numel() * t.element_size() for t in as_output_list(output) if isinstance(t, torch.Tensor))
-            self.recent = collections.deque(maxlen=max(1, min(held, _TIMING_INPUT_BUDGET_BYTES // max(size, 1))))
-        self.recent.append(output)
 
 
 def _unpredictable_seed() -> int:

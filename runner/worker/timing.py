@@ -93,6 +93,8 @@ def measure_pair(
     ordered = {side: [] for side in sides}
     clocks = {side: [] for side in sides}
     placed: list[int] = []  # each kept batch's placement
+    # Each kept batch's [launched, closed], epoch seconds: when it ran (runner/analysis/disturbances.py).
+    windows: list[list[float]] = []
     audits = {side: [] for side in sides}
     throttled: list[dict] = []
     cooled = 0.0
@@ -128,7 +130,8 @@ def measure_pair(
             audited = sides[(first_audited + launched) % 2] if auditing else None
             placement = (launched - 1) % len(references)
             calls = {"reference": references[placement], "candidate": candidates[placement]}
-            current = _Queued(order, audited, sampler.launch([calls[side] for side in order]), placement)
+            launched_at = time.time()
+            current = _Queued(order, audited, sampler.launch([calls[side] for side in order]), placement, launched_at)
         elif pending is None:
             break  # stopped, or at the sample cap
         if readings is not None:
@@ -172,6 +175,7 @@ def measure_pair(
                 audits[pending.audited].append(audit_ms)
             order_log.extend(pending.order)
             placed.append(pending.placement)
+            windows.append([pending.launched_at, pending.closed_at])
             n = len(samples["reference"])
             noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
             # Every placement sampled, like both sides audited, before the noise target may stop the sampling.
@@ -185,6 +189,7 @@ def measure_pair(
         if current is not None:
             audit = {"reference": references[current.placement], "candidate": candidates[current.placement]}
             sampler.close(current.handle, audit.get(current.audited))
+            current.closed_at = time.time()
         pending = current
     if not samples["reference"]:
         raise GpuThrottled(
@@ -228,6 +233,7 @@ def measure_pair(
         **samples,
         "sm_clock_mhz": clocks,
         "batch_placement": placed,
+        "batch_window": windows,
         "sync_audit": audits,
         "throttled_batches": throttled,
     }
@@ -343,9 +349,12 @@ def _summarise(values: list[float]) -> TimingSummary:
 
 @dataclass
 class _Queued:
-    """A batch on its way: its interleaved order, the side it audits, the sampler's handle on it, its placement."""
+    """A batch on its way: its interleaved order, the side it audits, the sampler's handle on it, its placement,
+    when it was launched and when the synchronisation after it returned (epoch seconds)."""
 
     order: list[str]
     audited: str | None
     handle: object
     placement: int = 0
+    launched_at: float = 0.0
+    closed_at: float = 0.0

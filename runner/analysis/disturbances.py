@@ -1,0 +1,93 @@
+"""Disturbed batches: which timed batches something slowed, and what else happened on the GPU meanwhile.
+
+``python -m runner.bench disturbed RUN_DIR``. A batch is disturbed when one side's batch median lies far
+above that side's other batches: more than ``Z_LIMIT`` scaled median absolute deviations over the median
+of its batch medians, and more than ``MIN_EXCESS`` of it. The measurement's median absorbs such a batch,
+but it moves a placement's speedup and the noise estimates (BENCHMARKS.md, twelfth session), so where
+they come from matters. The candidates checked are the device work that the device token does not
+order: another worker making its CUDA context (a spare, ``environment.spare_cuda_context``) and a
+finished worker's exit, when the driver tears its context down and frees its memory (from its
+``finished_at`` for ``EXIT_WINDOW_S``). Every batch is checked the same way, so the share of disturbed
+batches that overlap such an event can be held against the share of all batches that do (chance).
+The timing loop records each batch's window (``batch_window`` in ``samples.json``, from the twelfth
+session on); a run without them gives no batches.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from runner.analysis.records import job_results
+from runner.worker.protocol import OUT_DIR, SAMPLES_FILE
+
+Z_LIMIT = 5.0
+MIN_EXCESS = 0.005
+EXIT_WINDOW_S = 2.0
+_MAD_TO_SIGMA = 1.4826
+_SIDES = ("reference", "candidate")
+_LISTED = 10
+
+
+def disturbances(run_dir: Path) -> dict:
+    """The disturbed batches of a run, and how many overlap each kind of event, against all batches."""
+    results = job_results(run_dir)
+    events = []  # (kind, eval_id, start, end)
+    for _, result in results:
+        window = result.environment.get("spare_cuda_context")
+        if window:
+            events.append(("cuda_context", result.eval_id, window[0], window[1]))
+        if result.finished_at:
+            events.append(("worker_exit", result.eval_id, result.finished_at, result.finished_at + EXIT_WINDOW_S))
+    kinds = sorted({kind for kind, *_ in events} | {"cuda_context", "worker_exit"})
+    counts = {kind: {"all": 0, "disturbed": 0} for kind in kinds}
+    batches, disturbed = 0, []
+    for _, result in results:
+        path = run_dir / "jobs" / result.eval_id / OUT_DIR / SAMPLES_FILE
+        if not result.timing or not path.exists():
+            continue
+        raw = json.loads(path.read_text())
+        windows = raw.get("batch_window") or []
+        size = len(raw["reference"]) // len(windows) if windows else 0
+        excess = {side: _excess(raw[side], size, len(windows)) for side in _SIDES}
+        for k, (start, end) in enumerate(windows):
+            batches += 1
+            near = sorted({kind for kind, owner, s, e in events if owner != result.eval_id and s < end and e > start})
+            worst = max(_SIDES, key=lambda side: excess[side][k][1])
+            is_disturbed = any(z > Z_LIMIT and rel > MIN_EXCESS for z, rel in (excess[s][k] for s in _SIDES))
+            for kind in near:
+                counts[kind]["all"] += 1
+                counts[kind]["disturbed"] += is_disturbed
+            if is_disturbed:
+                disturbed.append(
+                    {
+                        "task": result.task_id,
+                        "batch": k,
+                        "side": worst,
+                        "excess_pct": 100 * excess[worst][k][1],
+                        "near": near,
+                    }
+                )
+    for count in counts.values():
+        count["all_pct"] = 100 * count["all"] / batches if batches else None
+        count["disturbed_pct"] = 100 * count["disturbed"] / len(disturbed) if disturbed else None
+    return {
+        "batches": batches,
+        "disturbed": len(disturbed),
+        "thresholds": {"z": Z_LIMIT, "excess_pct": 100 * MIN_EXCESS, "exit_window_s": EXIT_WINDOW_S},
+        "near": counts,
+        "near_none": sum(not row["near"] for row in disturbed),
+        "largest": sorted(disturbed, key=lambda row: -row["excess_pct"])[:_LISTED],
+    }
+
+
+def _excess(values: list[float], size: int, count: int) -> list[tuple[float, float]]:
+    """Per batch of one side: (robust z of its median over the batch medians, its excess over their median)."""
+    if count < 3 or size == 0:
+        return [(0.0, 0.0)] * count
+    medians = [statistics.median(values[k * size : (k + 1) * size]) for k in range(count)]
+    centre = statistics.median(medians)
+    spread = _MAD_TO_SIGMA * statistics.median(abs(m - centre) for m in medians)
+    floor = max(spread, 1e-9 * abs(centre))  # identical batches: any excess at all stands out
+    return [((m - centre) / floor, (m - centre) / centre if centre else 0.0) for m in medians]
