@@ -21,6 +21,7 @@ from pathlib import Path
 
 from runner.analysis.records import job_results
 from runner.worker.protocol import OUT_DIR, SAMPLES_FILE
+from runner.worker.timing import batch_medians
 
 Z_LIMIT = 5.0
 MIN_EXCESS = 0.005
@@ -40,8 +41,7 @@ def disturbances(run_dir: Path) -> dict:
             events.append(("cuda_context", result.eval_id, window[0], window[1]))
         if result.finished_at:
             events.append(("worker_exit", result.eval_id, result.finished_at, result.finished_at + EXIT_WINDOW_S))
-    kinds = sorted({kind for kind, *_ in events} | {"cuda_context", "worker_exit"})
-    counts = {kind: {"all": 0, "disturbed": 0} for kind in kinds}
+    counts = {kind: {"all": 0, "disturbed": 0} for kind in ("cuda_context", "worker_exit")}
     batches, disturbed = 0, []
     for _, result in results:
         path = run_dir / "jobs" / result.eval_id / OUT_DIR / SAMPLES_FILE
@@ -86,7 +86,7 @@ def _excess(values: list[float], size: int, count: int) -> list[tuple[float, flo
     """Per batch of one side: (robust z of its median over the batch medians, its excess over their median)."""
     if count < 3 or size == 0:
         return [(0.0, 0.0)] * count
-    medians = [statistics.median(values[k * size : (k + 1) * size]) for k in range(count)]
+    medians = batch_medians(values, size, count)
     centre = statistics.median(medians)
     spread = _MAD_TO_SIGMA * statistics.median(abs(m - centre) for m in medians)
     floor = max(spread, 1e-9 * abs(centre))  # identical batches: any excess at all stands out

@@ -32,8 +32,7 @@ def timing_inputs(
     first = make_inputs(module, dims, device, seed)
     if settings.graphs and device.type == "cuda":
         return [first], [[0]]  # a captured graph replays fixed addresses: one set
-    size = sum(x.numel() * x.element_size() for x in first if isinstance(x, torch.Tensor))
-    affordable = max(1, TIMING_INPUT_BUDGET_BYTES // max(size, 1))
+    affordable = max(1, TIMING_INPUT_BUDGET_BYTES // max(_tensor_bytes(first), 1))
     group_count = max(1, min(settings.placements, affordable))
     per_group = max(1, min(settings.input_sets, affordable // group_count))
     count = per_group * group_count
@@ -73,6 +72,11 @@ class TimedSide:
 
     def _keep(self, output, held: int) -> None:
         if self.recent is None:
-            size = sum(t.numel() * t.element_size() for t in as_output_list(output) if isinstance(t, torch.Tensor))
+            size = _tensor_bytes(as_output_list(output))
             self.recent = collections.deque(maxlen=max(1, min(held, TIMING_INPUT_BUDGET_BYTES // max(size, 1))))
         self.recent.append(output)
+
+
+def _tensor_bytes(values) -> int:
+    """The bytes of the tensors among ``values`` (an input set, a call's outputs)."""
+    return sum(t.numel() * t.element_size() for t in values if isinstance(t, torch.Tensor))

@@ -26,10 +26,9 @@ way; ``graphs=True`` replays each side as a CUDA graph, keeping launch overhead 
 Where the inputs and outputs lie in memory moves some kernels' times by more than the noise of one
 placement (a transpose's speedup by up to 5% on the H100, where one measurement's ratio noise was
 0.1-0.2%: BENCHMARKS.md, twelfth session), and one process sees one placement, so two passes would
-differ by it. Each side
-may therefore come as several closures, the same call on input sets and outputs at other addresses
-(placements); batch j samples placement j mod their count, the noise target may stop the sampling
-only once each has been sampled, and the median pools them all. How far the placements' own
+differ by it. Each side may therefore come as several closures, the same call on input sets and
+outputs at other addresses (placements); batch j samples placement j mod their count, the noise
+target may stop the sampling only once each has been sampled, and the median pools them all. How far the placements' own
 speedups lie apart is reported (``placement_spread``, ``placement_noise``), not stopped on: more
 samples of the same placements would not narrow it.
 """
@@ -85,6 +84,8 @@ def measure_pair(
     started = time.perf_counter()
     warm_up(references[0], sampler, settings.warmup_ms)
     warm_up(candidates[0], sampler, settings.warmup_ms)  # the other placements: same code, other addresses
+    # Each placement's two closures by side: what a batch of it calls, and its audit call.
+    placements = [{"reference": r, "candidate": c} for r, c in zip(references, candidates)]
     rng = random.Random(seed)
     sides = _SIDES
     samples = {side: [] for side in sides}
@@ -117,7 +118,7 @@ def measure_pair(
         # No batch is queued behind one that will probably end the measurement: if it does not, the next
         # is queued after it was judged (one idle moment); if it does, no batch was measured for nothing.
         last_likely = pending is not None and _likely_enough(
-            samples, noise, audits, pending, settings, auditing, len(placed) + 1 >= len(references)
+            samples, noise, audits, pending, settings, auditing, len(placed) + 1 >= len(placements)
         )
         if not stopping and not last_likely and len(samples["reference"]) + waiting < settings.max_samples:
             launched += 1
@@ -128,8 +129,8 @@ def measure_pair(
                 order.extend(pair)
             # Each batch audits one side; the sides alternate from a random start, so both are audited.
             audited = sides[(first_audited + launched) % 2] if auditing else None
-            placement = (launched - 1) % len(references)
-            calls = {"reference": references[placement], "candidate": candidates[placement]}
+            placement = (launched - 1) % len(placements)
+            calls = placements[placement]
             launched_at = time.time()
             current = _Queued(order, audited, sampler.launch([calls[side] for side in order]), placement, launched_at)
         elif pending is None:
@@ -179,7 +180,7 @@ def measure_pair(
             n = len(samples["reference"])
             noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
             # Every placement sampled, like both sides audited, before the noise target may stop the sampling.
-            covered = (not auditing or all(audits.values())) and len(placed) >= len(references)
+            covered = (not auditing or all(audits.values())) and len(placed) >= len(placements)
             if stopping:
                 pass  # a batch queued before the stop, kept
             elif _enough(n, noise, covered, min(sum(samples[side]) for side in sides), settings):
@@ -187,8 +188,7 @@ def measure_pair(
             elif time.perf_counter() - started > settings.time_cap_s and n >= min(settings.min_samples, 10) and covered:
                 stop_reason, stopping = "time_cap", True
         if current is not None:
-            audit = {"reference": references[current.placement], "candidate": candidates[current.placement]}
-            sampler.close(current.handle, audit.get(current.audited))
+            sampler.close(current.handle, placements[current.placement].get(current.audited))
             current.closed_at = time.time()
         pending = current
     if not samples["reference"]:
@@ -223,7 +223,7 @@ def measure_pair(
             side: statistics.median(audits[side]) - statistics.median(samples[side]) for side in sides if audits[side]
         },
         window=[window_start, time.time()],
-        placements=len(references),
+        placements=len(placements),
         placement_spread=spread,
         placement_noise=placement_noise,
     )
@@ -274,8 +274,8 @@ def _placement_spread(samples: dict, placed: list[int], batch: int) -> tuple[flo
     that something slowed on both sides counts as one batch, not as a shift of every median; whatever
     moves whole batches still shows in it, so it bounds the placements' own effect from above."""
     by_placement: dict[int, list[float]] = {}
-    for k, placement in enumerate(placed):
-        reference, candidate = (statistics.median(samples[side][k * batch : (k + 1) * batch]) for side in _SIDES)
+    medians = zip(*(batch_medians(samples[side], batch, len(placed)) for side in _SIDES))
+    for placement, (reference, candidate) in zip(placed, medians):
         if candidate > 0:
             by_placement.setdefault(placement, []).append(reference / candidate)
     speedups = [statistics.median(values) for values in by_placement.values()]
@@ -283,6 +283,11 @@ def _placement_spread(samples: dict, placed: list[int], batch: int) -> tuple[flo
         return None, None
     mean = statistics.fmean(speedups)
     return max(speedups) / min(speedups) - 1, statistics.stdev(speedups) / math.sqrt(len(speedups)) / mean
+
+
+def batch_medians(values: list[float], batch: int, count: int) -> list[float]:
+    """The medians of one side's first ``count`` batches of ``batch`` samples each (kept in batch order)."""
+    return [statistics.median(values[k * batch : (k + 1) * batch]) for k in range(count)]
 
 
 def _as_graph(fn, device: torch.device):
