@@ -341,3 +341,6 @@ def test_reference_through_forked_and_fresh_workers_on_the_gpu(tmp_path):
             # A spare made its CUDA context outside the device token: when, for ``runner.bench disturbed``.
             made, ready = result["environment"]["spare_cuda_context"]
             assert made <= ready <= result["started_at"]
+        # The first evaluation's worker was started with its job waiting: the job went first, no pre-warm.
+        first = min(results, key=lambda result: result["started_at"])
+        assert first["environment"]["spare_prewarm_s"].get("skipped") == "its job was waiting"

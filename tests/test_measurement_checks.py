@@ -282,3 +282,28 @@ def test_a_measurement_the_gpu_spoiled_ends_infra_error_not_the_candidates_runti
     assert (result.verdict.status, result.verdict.reason) == ("infra_error", "gpu_throttled"), result.verdict
     assert "slowed in all 3 batches" in result.verdict.message
     assert [trial.ok for trial in result.trials] == [True, True]  # correctness had passed
+
+
+def test_the_warm_up_runs_both_sides_in_turn_and_shares_its_time():
+    """Three rounds of the two sides one at a time, then both in turn until ``warmup_ms`` has run in all:
+    the sides share it (it was ``warmup_ms`` per side: about twice the warm-up for nothing it settles)."""
+    import time
+
+    from runner.worker.samplers import HostSampler, warm_up
+
+    calls: list[str] = []
+
+    def side(name: str):
+        def call():
+            calls.append(name)
+            time.sleep(0.002)
+
+        return call
+
+    warm_up([side("r"), side("c")], HostSampler(), warmup_ms=0.0)
+    assert calls == ["r", "c"] * 3
+    calls.clear()
+    warm_up([side("r"), side("c")], HostSampler(), warmup_ms=40.0)
+    # 2 ms a call or more: 40 ms of both sides is at most 10 rounds; per side it would be 20 calls each.
+    assert calls == ["r", "c"] * (len(calls) // 2)
+    assert 3 <= len(calls) // 2 <= 10

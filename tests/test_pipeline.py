@@ -9,6 +9,7 @@ import pytest
 
 from runner.bench import duty
 from runner.worker.device_token import EXCLUSIVE, SHARED, token_windows
+from runner.worker.protocol import STAGE_FILE
 from tests.conftest import (
     FAST_TIMING,
     HONEST_CANDIDATE,
@@ -244,3 +245,43 @@ def test_a_candidate_shared_by_evaluations_in_flight_is_never_read_half_written(
         thread.join(timeout=30)
     assert len(seen) == 8 and all(text == candidate.source for text in seen)
     assert [p.name for p in (tmp_path / "candidates").iterdir()] == [candidate.content_hash[7:] + ".py"]
+
+
+def test_the_first_evaluation_gets_its_worker_before_the_spares(tmp_path: Path):
+    """Regression: an executor's first evaluation and its spares were started together, so on the H100 its
+    worker waited seconds for the spares' CUDA contexts (the driver makes them one after another) and
+    pre-warm. Now the spares start once it has started its job; later evaluations refill at once."""
+    import shutil
+
+    from runner.executors.base import ExecutorSettings
+    from runner.executors.local import LocalExecutor
+
+    suite = make_kernelbench_dir(tmp_path / "kb", NAMES[:1])
+    cands = write_candidates(tmp_path / "cands", {NAMES[0]: HONEST_CANDIDATE})
+    proc = kbench(*reference_and_directory(suite, cands), "tracking=off", *FAST_TIMING, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (made,) = list((tmp_path / "runs").glob("*/jobs/*"))[:1]
+    jobs = []
+    for name in ("first", "second"):
+        job = tmp_path / name
+        shutil.copytree(made, job, ignore=shutil.ignore_patterns("out"))
+        (job / "out").mkdir()
+        jobs.append(job)
+    executor = LocalExecutor(ExecutorSettings(prestart=2, timeout_s=120, cache_dir=tmp_path / "cache"))
+    # Whether the first job had started (its stage marker written) as each worker was started.
+    marker_seen: list[bool] = []
+    start_worker = executor._new_sandbox
+
+    def start_and_note(gpu):
+        marker_seen.append((jobs[0] / "out" / STAGE_FILE).exists())
+        return start_worker(gpu)
+
+    executor._new_sandbox = start_and_note
+    try:
+        assert executor.run(jobs[0], None).exit_code == 0
+        assert marker_seen == [False, True, True]  # its own worker, then the two spares
+        assert len(executor.own_pids()) == 2
+        assert executor.run(jobs[1], None).exit_code == 0  # took a spare, refilled at once
+        assert marker_seen == [False, True, True, True] and len(executor.own_pids()) == 2
+    finally:
+        executor.close()

@@ -76,3 +76,20 @@ def test_a_failing_step_is_recorded_and_the_spare_lives(tmp_path):
     record = json.loads(proc.stdout.strip().splitlines()[-1])
     assert record["joint_graph patterns"].startswith("not done: RuntimeError")
     assert isinstance(record["torch_key"], float)
+
+
+def test_a_spare_sees_whether_its_job_is_already_waiting():
+    """A spare handed its job as it starts skips the pre-warm (the job goes first): ``job_waiting`` reads
+    that off the pipe without consuming the line, and says no on an empty pipe."""
+    import os
+
+    from runner.worker.prewarm import job_waiting
+
+    read, write = os.pipe()
+    with os.fdopen(read) as stream, os.fdopen(write, "w") as writer:
+        assert not job_waiting(stream)
+        writer.write("/runs/x/jobs/abc\n")
+        writer.flush()
+        assert job_waiting(stream)
+        assert stream.readline() == "/runs/x/jobs/abc\n"
+        assert not job_waiting(stream)

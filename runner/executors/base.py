@@ -90,6 +90,7 @@ class SparePool:
 
     def __init__(self) -> None:
         self._spares: dict[str | None, list] = {}
+        self._filled: set = set()  # the devices spares were ever started for
         self._running: set = set()
         self._lock = threading.Lock()
 
@@ -109,10 +110,16 @@ class SparePool:
             dead.discard()
         return spare
 
+    def cold(self, gpu: str | None) -> bool:
+        """Whether no spare was ever started for ``gpu``."""
+        with self._lock:
+            return gpu not in self._filled
+
     def refill(self, gpu: str | None, count: int, start) -> None:
         """Start spares for ``gpu`` (``start(gpu)``) until ``count`` wait; started outside the lock, as
         a container takes a while to start."""
         with self._lock:
+            self._filled.add(gpu)
             missing = count - len(self._spares.setdefault(gpu, []))
         for _ in range(missing):
             spare = start(gpu)
@@ -143,7 +150,7 @@ class SparePool:
         return spares
 
 
-def wait_for_worker(wait_until, marker: Path, started: float, settings: ExecutorSettings):
+def wait_for_worker(wait_until, marker: Path, started: float, settings: ExecutorSettings, on_started=None):
     """Wait for a worker handed its job at ``started``; ``wait_until(deadline)`` gives its exit status or None.
 
     The time limit counts from the moment the worker starts the job, i.e. holds the device token
@@ -152,8 +159,8 @@ def wait_for_worker(wait_until, marker: Path, started: float, settings: Executor
     clock stops while the marker says the worker waits for its measurement's turn
     (``device_token.WAIT_STAGE``), up to one time limit per other evaluation in flight. A worker
     that never starts is given up after ``STARTUP_LIMIT_S`` plus one time limit per other
-    evaluation in flight. Returns ``(status, timed_out, never_started)``; the caller kills what is
-    still running.
+    evaluation in flight. ``on_started()``, if given, is called once the worker has started the job.
+    Returns ``(status, timed_out, never_started)``; the caller kills what is still running.
     """
     others = (settings.in_flight - 1) * settings.timeout_s
     deadline = started + max(STARTUP_LIMIT_S, settings.timeout_s) + others
@@ -163,6 +170,8 @@ def wait_for_worker(wait_until, marker: Path, started: float, settings: Executor
     never_started = status is None and not marker.exists()
     if status is not None or never_started:
         return status, False, never_started
+    if on_started is not None:
+        on_started()
     running_left, waiting_left = float(settings.timeout_s), float(others)
     while status is None and running_left > 0:
         waiting = waiting_left > 0 and read_stage(marker) == WAIT_STAGE

@@ -195,11 +195,27 @@ class LocalExecutor:
 
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
         job_dir = job_dir.resolve()
-        sandbox = self._pool.take(gpu, lambda spare: spare.alive()) or self._new_sandbox(gpu)
-        with self._pool.running(sandbox):
+        sandbox = self._pool.take(gpu, lambda spare: spare.alive())
+        # The run's first evaluations on this device (no spare was ever started for it) get their workers
+        # first, and the spares are started once one of them has started its job: started together, the
+        # spares' CUDA contexts (which the driver makes one after another) and pre-warm delayed the first
+        # evaluations' start by seconds (BENCHMARKS.md, thirteenth session). Later, spares are started at once.
+        cold = sandbox is None and self._pool.cold(gpu)
+        sandbox = sandbox or self._new_sandbox(gpu)
+
+        def refill() -> None:
             # Start the next evaluations' processes now: their imports overlap this one's run.
             self._pool.refill(gpu, self.settings.prestart, self._new_sandbox)
-            return sandbox.run(job_dir)
+
+        with self._pool.running(sandbox):
+            if not cold:
+                refill()
+                return sandbox.run(job_dir)
+            try:
+                return sandbox.run(job_dir, on_started=refill)
+            finally:
+                if self._pool.cold(gpu):
+                    refill()  # its worker never started the job (refused it, died): the spares now
 
 
 def _retire(server: ForkServer) -> None:
@@ -244,7 +260,7 @@ class _Sandbox:
         self._join_drains()
         shutil.rmtree(self.home, ignore_errors=True)
 
-    def run(self, job_dir: Path) -> ExecutionOutcome:
+    def run(self, job_dir: Path, on_started=None) -> ExecutionOutcome:
         started = time.perf_counter()
         try:
             self.process.stdin.write(f"{job_dir}\n".encode())
@@ -253,7 +269,7 @@ class _Sandbox:
             pass  # it died while waiting: the outcome below says how
         try:
             _, timed_out, never_started = wait_for_worker(
-                self._wait_until, job_dir / OUT_DIR / STAGE_FILE, started, self.settings
+                self._wait_until, job_dir / OUT_DIR / STAGE_FILE, started, self.settings, on_started
             )
         finally:
             self._kill()

@@ -48,7 +48,7 @@ from runner.worker.kernel_census import KernelCensus
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
 from runner.worker.placements import TimedSide, timing_inputs
 from runner.worker.precision import float64_references
-from runner.worker.prewarm import PREWARMED, prewarm_checks, prewarm_compiler
+from runner.worker.prewarm import PREWARMED, job_waiting, prewarm_checks, prewarm_compiler
 from runner.worker.protocol import (
     CANDIDATE_FILE,
     OUT_DIR,
@@ -94,8 +94,13 @@ def main(argv: list[str]) -> int:
             torch.cuda.init()
             torch.empty(1, device="cuda:0")  # creates the context now rather than inside the timed job
             SPARE_CUDA_CONTEXT[:] = [started, time.time()]
-            prewarm_compiler(torch.device("cuda", torch.cuda.current_device()))
-            prewarm_checks()
+            if job_waiting(sys.stdin):
+                # Handed its job as it started (the run's first evaluations): the job goes first, and
+                # pays only the first uses it needs, rather than waiting seconds for the whole pre-warm.
+                PREWARMED["skipped"] = "its job was waiting"
+            else:
+                prewarm_compiler(torch.device("cuda", torch.cuda.current_device()))
+                prewarm_checks()
         line = sys.stdin.readline().strip()
         if not line:
             return 4  # dismissed without a job

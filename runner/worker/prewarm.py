@@ -20,6 +20,7 @@ not done, never an error.
 from __future__ import annotations
 
 import importlib
+import select
 import time
 
 import torch
@@ -79,6 +80,17 @@ def prewarm_checks() -> dict:
     failed = {name: why for name, why in variants.items() if not isinstance(why, float)}
     PREWARMED["fused checks"] = f"not done: {failed}"[:200] if failed else round(time.perf_counter() - started, 4)
     return PREWARMED
+
+
+def job_waiting(stream) -> bool:
+    """Whether a line (its job) is already waiting on ``stream``, a pipe nothing was read from yet. A spare
+    handed its job as it starts (a run's first evaluations, each waiting for a worker) skips the pre-warm:
+    then it would delay the job by seconds instead of overlapping the evaluations before it."""
+    try:
+        ready, _, _ = select.select([stream], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return bool(ready)
 
 
 def _codecache():

@@ -54,6 +54,8 @@ class TimingSettings:
     min_time_s: float = 0.0
     time_cap_s: float = 10.0
     batch: int = 20
+    # The warm-up before the samples: three calls of each side, then both sides in turn until this much
+    # time (the two sides together) has run; none of it is kept (samplers.warm_up).
     warmup_ms: float = 25.0
     cold: bool = True  # flush L2 before every sample; False: "hot", the cache keeps what the last call left
     # "events": events queued per batch, one synchronisation per batch; each batch also takes one

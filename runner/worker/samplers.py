@@ -15,21 +15,25 @@ import time
 import torch
 
 
-def warm_up(fn, sampler, warmup_ms: float) -> None:
-    """At least three calls, one at a time (the first may compile or load), then the rest of ``warmup_ms``
-    queued in one batch sized from them: a handful of synchronisations, not one per call."""
+def warm_up(fns, sampler, warmup_ms: float) -> None:
+    """Three rounds of ``fns`` (both sides of a measurement) in turn, one round at a time (the first may
+    compile or load), then the rest of ``warmup_ms``, the sides together, queued in one batch of rounds
+    sized from them: a handful of synchronisations, not one per call. The sides share it: what a warm-up
+    settles (clocks, the caching allocator, lazily loaded code) is the GPU's or each side's first calls,
+    not a time per side (it was ``warmup_ms`` per side, BENCHMARKS.md, thirteenth session)."""
+    fns = list(fns)
     spent = 0.0
-    calls = 0
+    rounds = 0
     size = 1
-    while calls < 3 or spent < warmup_ms:
-        times = run_batch(sampler, [fn] * size)[0]
+    while rounds < 3 or spent < warmup_ms:
+        times = run_batch(sampler, fns * size)[0]
         spent += sum(times)
-        calls += size
-        if calls >= 1000:
+        rounds += size
+        if rounds >= 1000:
             break
-        if calls >= 3:
-            per_call = max(min(times), 1e-3)
-            size = max(1, min(math.ceil((warmup_ms - spent) / per_call), 1000 - calls))
+        if rounds >= 3:
+            per_round = max(min(sum(times[k : k + len(fns)]) for k in range(0, len(times), len(fns))), 1e-3)
+            size = max(1, min(math.ceil((warmup_ms - spent) / per_round), 1000 - rounds))
 
 
 def run_batch(sampler, fns, audit=None) -> tuple[list[float], float | None]:

@@ -82,8 +82,7 @@ def measure_pair(
     monitor = ClockMonitor(device_uuid(device))
     window_start = time.time()
     started = time.perf_counter()
-    warm_up(references[0], sampler, settings.warmup_ms)
-    warm_up(candidates[0], sampler, settings.warmup_ms)  # the other placements: same code, other addresses
+    warm_up([references[0], candidates[0]], sampler, settings.warmup_ms)  # other placements: same code
     # Each placement's two closures by side: what a batch of it calls, and its audit call.
     placements = [{"reference": r, "candidate": c} for r, c in zip(references, candidates)]
     rng = random.Random(seed)
