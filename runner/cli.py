@@ -128,6 +128,7 @@ def command_run(overrides: list[str], console: Console) -> int:
             start=cfg.executor.start.value,
             in_flight=cfg.executor.in_flight,
             compile_threads=cfg.executor.compile_threads,
+            spare_context_under_token=cfg.executor.spare_context_under_token,
             memory_limit_bytes=cfg.executor.memory_limit_mb << 20,
             pids_limit=cfg.executor.pids_limit,
             cpus=cfg.executor.cpus,

@@ -126,6 +126,9 @@ class ExecutorConfig:
     # compile warm-up; the rest runs beside it). runner/worker/device_token.py says what that costs.
     measurement_isolation: MeasurementIsolation = MeasurementIsolation.device
     compile_threads: int = 1
+    # Whether a spare makes its CUDA context holding the device's token (shared), so never while a
+    # measurement runs: a context made meanwhile slows some of its batches (BENCHMARKS.md, thirteenth session).
+    spare_context_under_token: bool = False
     warmup_workers: int = 0
     file_size_limit_mb: int = 2048
     env_passthrough: list[str] = field(default_factory=list)

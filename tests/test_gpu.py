@@ -10,6 +10,7 @@ from tests.adversarial.test_corpus import CASES, expected_verdict, run_corpus
 from tests.adversarial.test_kernel_cases import CASES as KERNEL_CASES
 from tests.adversarial.test_kernel_cases import expected_verdict as kernel_verdict
 from tests.adversarial.test_kernel_cases import run_kernel_cases
+from runner.worker.device_token import token_windows
 from tests.conftest import FAST_TIMING, kbench, make_kernelbench_dir, result_records, results_of, write_candidates
 
 pytestmark = pytest.mark.gpu
@@ -344,3 +345,22 @@ def test_reference_through_forked_and_fresh_workers_on_the_gpu(tmp_path):
         # The first evaluation's worker was started with its job waiting: the job went first, no pre-warm.
         first = min(results, key=lambda result: result["started_at"])
         assert first["environment"]["spare_prewarm_s"].get("skipped") == "its job was waiting"
+
+
+def test_spares_make_their_contexts_between_measurements_when_asked(tmp_path):
+    """``executor.spare_context_under_token``: each spare makes its CUDA context holding the device token
+    (shared), so no context is made while another evaluation measures."""
+    results = _two_reference_tasks(
+        tmp_path, "context-token", "executor.prestart=2", "executor.spare_context_under_token=true"
+    )
+    assert all(result["verdict"]["status"] == "correct" for result in results)
+    measuring = [
+        (start, end)
+        for result in results
+        for start, end, mode in token_windows(result["environment"]["device_token"])
+        if mode == "exclusive"
+    ]
+    for result in results:
+        made, ready = result["environment"]["spare_cuda_context"]
+        assert result["environment"]["spare_cuda_context_token"]["windows"][0][0] <= made
+        assert not any(made < end and ready > start for start, end in measuring)

@@ -30,6 +30,7 @@ class ExecutorSettings:
     env_passthrough: tuple[str, ...] = ()
     cache_dir: Path | None = None  # compile caches (inductor, triton) shared within a run
     compile_threads: int = 1  # TORCHINDUCTOR_COMPILE_THREADS inside the sandbox
+    spare_context_under_token: bool = False  # a spare's CUDA context made holding the device token (shared)
     prestart: int = 0  # workers started ahead, per device, waiting for their job (imports and CUDA init hidden)
     start: str = "fork"  # local only: "fork" (from a fork server that imported once) or "exec" (fresh interpreters)
     in_flight: int = 1  # evaluations running at once per device; their measurements take turns on its token

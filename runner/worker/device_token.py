@@ -34,6 +34,10 @@ from pathlib import Path
 
 # The environment variable through which executors hand each sandbox its device's token.
 TOKEN_ENV = "KBENCH_DEVICE_TOKEN"
+# Set for a worker on a GPU: it makes its CUDA context before its job, "1" at once, PREINIT_UNDER_TOKEN
+# holding the token shared (never while a measurement runs).
+PREINIT_ENV = "KBENCH_CUDA_PREINIT"
+PREINIT_UNDER_TOKEN = "token"
 
 SHARED = "shared"
 EXCLUSIVE = "exclusive"
