@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from runner.worker.device_token import token_windows
 from tests.adversarial.test_corpus import CASES, expected_verdict, run_corpus
 from tests.adversarial.test_kernel_cases import CASES as KERNEL_CASES
 from tests.adversarial.test_kernel_cases import expected_verdict as kernel_verdict
 from tests.adversarial.test_kernel_cases import run_kernel_cases
-from runner.worker.device_token import token_windows
 from tests.conftest import FAST_TIMING, kbench, make_kernelbench_dir, result_records, results_of, write_candidates
 
 pytestmark = pytest.mark.gpu
