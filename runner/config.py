@@ -127,7 +127,9 @@ class ExecutorConfig:
     measurement_isolation: MeasurementIsolation = MeasurementIsolation.device
     compile_threads: int = 1
     # Whether a spare makes its CUDA context holding the device's token (shared), so never while a
-    # measurement runs: a context made meanwhile slows some of its batches (BENCHMARKS.md, thirteenth session).
+    # measurement runs. Batches beside a context were slowed 1.5-3x as often as others, but holding the
+    # contexts off cut the slowed batches only from 4.7% to 4.3%, for 4 points of duty (BENCHMARKS.md,
+    # thirteenth session): off by default, there to reproduce that.
     spare_context_under_token: bool = False
     warmup_workers: int = 0
     file_size_limit_mb: int = 2048

@@ -55,6 +55,7 @@ from runner.worker.integrity import (
 )
 from runner.worker.kernel_census import KernelCensus
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
+from runner.worker.memory import others_took_it
 from runner.worker.placements import TimedSide, timing_inputs
 from runner.worker.precision import float64_references
 from runner.worker.prewarm import PREWARMED, job_waiting, prewarm_checks, prewarm_compiler
@@ -208,6 +209,8 @@ def evaluate(job: dict, job_dir: Path) -> Result:
             _run(job, job_dir, device, result, clock, screened, token)
     except _Stop as stop:
         result.verdict = stop.verdict
+    except torch.OutOfMemoryError as exc:  # in kbench's own steps (inputs, snapshots, checks): whose was it?
+        result.verdict = _failure("runtime_error", "out_of_memory", exc, clock.stage or "start")
     result.finished_at = time.time()
     clock.mark("done")
     return result
@@ -487,6 +490,10 @@ def _chain(exc: BaseException | None):
 def _failure(status: str, reason: str, exc: BaseException, stage: str) -> Verdict:
     lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
     detail = "".join(lines)[-4000:]
+    device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_initialized() else torch.device("cpu")
+    taken = others_took_it(exc, device)
+    if taken:  # the other evaluations in flight and the spares held the memory: not the candidate's failure
+        return Verdict("infra_error", "device_memory_taken", f"out of memory: {taken}\n" + detail, stage)
     return Verdict(status, reason, f"{type(exc).__name__}: {exc}"[:500] + "\n" + detail, stage)
 
 

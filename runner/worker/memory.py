@@ -1,0 +1,67 @@
+"""Whose an out-of-memory error on the GPU is: the evaluation's own, or the other processes' on the device.
+
+With several evaluations in flight on one GPU (``executor.in_flight``) each holds its inputs and
+outputs while it waits for its measurement's turn, and every spare holds a CUDA context, so an
+allocation that would fit on the GPU alone can fail because the others hold the rest. That is not
+the candidate's failure: with ``in_flight=8`` on the H100, 14 of 222 reference evaluations ended
+out of memory and were reported as the candidate's ``runtime_error`` (BENCHMARKS.md, thirteenth
+session). Judged where it fails, from the allocation torch says it asked for, the memory this
+process's allocator holds and the device's capacity.
+"""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+# torch's message: "CUDA out of memory. Tried to allocate 864.00 MiB. GPU 0 has a total capacity of ..."
+_ASKED = re.compile(r"Tried to allocate ([0-9]+(?:\.[0-9]+)?) (B|KiB|MiB|GiB|TiB)")
+_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+# What a process holds on the GPU besides its allocator's memory (a CUDA context: 0.52 GiB on the H100,
+# BENCHMARKS.md, thirteenth session), with room to spare.
+CONTEXT_ALLOWANCE = 1 << 30
+
+
+def out_of_memory(exc: BaseException | None) -> BaseException | None:
+    """The ``torch.OutOfMemoryError`` in ``exc``'s chain of causes, or None."""
+    while exc is not None:
+        if isinstance(exc, torch.OutOfMemoryError):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def asked_bytes(error: BaseException) -> int | None:
+    """The allocation that failed, from torch's message; None where the message does not say."""
+    match = _ASKED.search(str(error))
+    return round(float(match[1]) * _UNITS[match[2]]) if match else None
+
+
+def fits_alone(asked: int, own: int, total: int, others: int) -> str | None:
+    """Evidence that ``asked`` bytes, with the ``own`` this process holds, would have fit a device of
+    ``total`` bytes had the ``others`` not held theirs; None where it would not have (the evaluation's own)."""
+    if others <= 0 or own + asked + CONTEXT_ALLOWANCE > total:
+        return None
+    gib = 1 << 30
+    return (
+        f"{asked / gib:.2f} GiB asked while this evaluation held {own / gib:.2f} GiB would fit the GPU's "
+        f"{total / gib:.1f} GiB; other processes on it held {others / gib:.1f} GiB"
+    )
+
+
+def others_took_it(exc: BaseException, device: torch.device) -> str | None:
+    """Evidence that the out-of-memory error in ``exc`` is the other processes' on ``device``, or None."""
+    error = out_of_memory(exc)
+    if error is None or device.type != "cuda":
+        return None
+    asked = asked_bytes(error)
+    if asked is None:
+        return None
+    try:
+        own = torch.cuda.memory_reserved(device)
+        total = torch.cuda.get_device_properties(device).total_memory
+        free, _ = torch.cuda.mem_get_info(device)
+    except RuntimeError:
+        return None
+    return fits_alone(asked, own, total, total - free - own - CONTEXT_ALLOWANCE)

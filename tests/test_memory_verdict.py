@@ -1,0 +1,47 @@
+"""Whose an out-of-memory error is (runner/worker/memory.py): the arithmetic and the parsing, on the CPU.
+
+The GPU path (the readings of the device at the failure) runs only where CUDA fails to allocate; with
+``executor.in_flight=8`` on the H100, 14 of 222 reference evaluations failed so and were blamed on the
+candidate (BENCHMARKS.md, thirteenth session)."""
+
+from __future__ import annotations
+
+import torch
+
+from runner.worker.memory import CONTEXT_ALLOWANCE, asked_bytes, fits_alone, others_took_it, out_of_memory
+
+GIB = 1 << 30
+# The message torch gave on the H100 (f16, mul_broadcast_gate_fp16), shortened.
+MESSAGE = (
+    "CUDA out of memory. Tried to allocate 864.00 MiB. GPU 0 has a total capacity of 79.18 GiB of which "
+    "669.81 MiB is free. Process 1179 has 10.50 GiB memory in use."
+)
+
+
+def test_the_allocation_asked_for_is_read_off_torchs_message():
+    assert asked_bytes(torch.OutOfMemoryError(MESSAGE)) == 864 << 20
+    assert asked_bytes(torch.OutOfMemoryError("Tried to allocate 2.50 GiB. GPU 0")) == round(2.5 * GIB)
+    assert asked_bytes(torch.OutOfMemoryError("out of memory")) is None
+
+
+def test_an_allocation_that_fits_the_gpu_alone_is_the_others_fault():
+    evidence = fits_alone(864 << 20, 5 * GIB, 79 * GIB, 73 * GIB)
+    assert evidence and "would fit the GPU's 79.0 GiB" in evidence and "held 73.0 GiB" in evidence
+    # Too large for the GPU even alone: the evaluation's own.
+    assert fits_alone(10 * GIB, 70 * GIB, 79 * GIB, 5 * GIB) is None
+    assert fits_alone(79 * GIB - CONTEXT_ALLOWANCE + 1, 0, 79 * GIB, 5 * GIB) is None
+    # Nobody else held anything: the evaluation's own, whatever the sizes.
+    assert fits_alone(1 * GIB, 1 * GIB, 79 * GIB, 0) is None
+
+
+def test_the_error_is_found_behind_the_candidates_wrapping():
+    oom = torch.OutOfMemoryError(MESSAGE)
+    try:
+        try:
+            raise oom
+        except torch.OutOfMemoryError as inner:
+            raise RuntimeError("the candidate's forward failed") from inner
+    except RuntimeError as wrapped:
+        assert out_of_memory(wrapped) is oom
+    assert out_of_memory(ValueError("no")) is None
+    assert others_took_it(oom, torch.device("cpu")) is None  # no GPU readings on a CPU device
