@@ -364,3 +364,46 @@ def test_spares_make_their_contexts_between_measurements_when_asked(tmp_path):
         made, ready = result["environment"]["spare_cuda_context"]
         assert result["environment"]["spare_cuda_context_token"]["windows"][0][0] <= made
         assert not any(made < end and ready > start for start, end in measuring)
+
+
+def test_out_of_memory_that_another_process_caused_is_not_the_candidates(tmp_path):
+    """Regression (``executor.in_flight=8`` on the H100: 14 of 222 reference evaluations ran out of memory
+    because the others held it, and were reported as the candidate's ``runtime_error``): a process outside
+    the run holds all but 3 GiB of the GPU, and a task whose timed inputs need more than that ends
+    ``infra_error`` / ``device_memory_taken``, with the sizes as evidence."""
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time, torch; free, _ = torch.cuda.mem_get_info(); "
+            "held = torch.empty(free - (3 << 30), dtype=torch.uint8, device='cuda'); print('held', flush=True); "
+            "time.sleep(300)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        proc = kbench(
+            "run",
+            "hardware=h100",
+            "suite=full",
+            "suite.tasks=[sparse_attention_topk_gather_bf16]",
+            "method=reference",
+            "tracking=off",
+            "run.name=oom",
+            "executor.prestart=0",
+            "hardware.on_unhealthy=proceed",
+            cwd=tmp_path,
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs").glob("*-oom-*")
+    verdict = result_records(run_dir)["sparse_attention_topk_gather_bf16"]["verdict"]
+    assert (verdict["status"], verdict["reason"]) == ("infra_error", "device_memory_taken"), verdict
+    assert "would fit the GPU's" in verdict["message"]
