@@ -32,16 +32,7 @@ import torch
 from runner.analysis.roofline import roofline_for
 from runner.static_check import StaticReport, screen_candidate
 from runner.worker.compare import compare_outputs
-from runner.worker.device_token import (
-    EXCLUSIVE,
-    ISOLATE_DEVICE,
-    PREINIT_ENV,
-    PREINIT_UNDER_TOKEN,
-    SHARED,
-    TOKEN_ENV,
-    WAIT_STAGE,
-    DeviceToken,
-)
+from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, SHARED, TOKEN_ENV, WAIT_STAGE, DeviceToken
 from runner.worker.environment import worker_environment
 from runner.worker.integrity import (
     ThreadCensus,
@@ -58,7 +49,7 @@ from runner.worker.loading import as_output_list, build_model, import_file, make
 from runner.worker.memory import others_took_it
 from runner.worker.placements import TimedSide, timing_inputs
 from runner.worker.precision import float64_references
-from runner.worker.prewarm import PREWARMED, job_waiting, prewarm_checks, prewarm_compiler
+from runner.worker.prewarm import spare_record, start_spare
 from runner.worker.protocol import (
     CANDIDATE_FILE,
     OUT_DIR,
@@ -87,31 +78,10 @@ class _Stop(Exception):
         self.verdict = verdict
 
 
-# When this process, a spare, made its CUDA context ([start, end], epoch seconds): outside the device token
-# unless ``executor.spare_context_under_token``, so possibly during another evaluation's measurement
-# (runner/analysis/disturbances.py checks).
-SPARE_CUDA_CONTEXT: list[float] = []
-# The token record of that, where it was made holding the device token (how long it waited for it).
-SPARE_CONTEXT_TOKEN: dict = {}
-
-
 def main(argv: list[str]) -> int:
     """``JOB_DIR``, or ``--wait``: start now (imports, CUDA context), read JOB_DIR from stdin later."""
     if argv == ["--wait"]:
-        # The compiler stack costs seconds to import; a spare pays that before its job is known.
-        import torch._dynamo  # noqa: F401
-        import torch._inductor.compile_fx  # noqa: F401
-
-        preinit = os.environ.get(PREINIT_ENV)
-        if preinit in ("1", PREINIT_UNDER_TOKEN) and torch.cuda.is_available():
-            _make_cuda_context(os.environ.get(TOKEN_ENV) if preinit == PREINIT_UNDER_TOKEN else None)
-            if job_waiting(sys.stdin):
-                # Handed its job as it started (the run's first evaluations): the job goes first, and
-                # pays only the first uses it needs, rather than waiting seconds for the whole pre-warm.
-                PREWARMED["skipped"] = "its job was waiting"
-            else:
-                prewarm_compiler(torch.device("cuda", torch.cuda.current_device()))
-                prewarm_checks()
+        start_spare(sys.stdin)
         line = sys.stdin.readline().strip()
         if not line:
             return 4  # dismissed without a job
@@ -138,18 +108,6 @@ def main(argv: list[str]) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-
-
-def _make_cuda_context(token_path: str | None) -> None:
-    """Make this spare's CUDA context now rather than inside its job; with ``token_path``, holding the
-    device's token shared, so not while a measurement runs (``executor.spare_context_under_token``)."""
-    with DeviceToken(token_path, SPARE_CONTEXT_TOKEN) as token:
-        token.hold(SHARED)
-        started = time.time()
-        torch.cuda.init()
-        torch.empty(1, device="cuda:0")
-        torch.cuda.synchronize()
-        SPARE_CUDA_CONTEXT[:] = [started, time.time()]
 
 
 def warm_up(job: dict, job_dir: Path) -> int:
@@ -192,12 +150,7 @@ def evaluate(job: dict, job_dir: Path) -> Result:
         if device.type == "cuda":
             torch.cuda.set_device(device)
         result.environment = worker_environment(device)
-        if PREWARMED:
-            result.environment["spare_prewarm_s"] = dict(PREWARMED)  # paid before the job (runner/worker/prewarm.py)
-        if SPARE_CUDA_CONTEXT:
-            result.environment["spare_cuda_context"] = list(SPARE_CUDA_CONTEXT)
-        if SPARE_CONTEXT_TOKEN:
-            result.environment["spare_cuda_context_token"] = dict(SPARE_CONTEXT_TOKEN)
+        result.environment.update(spare_record())  # what it paid before the job (runner/worker/prewarm.py)
         screened = _screen(job, job_dir, result)
         # Everything from here on may run work on the device: it holds the device's token, shared
         # until the timed samples, which take it exclusive. The stage marker (from which the

@@ -14,18 +14,22 @@ own cache, host only; the job then loads one small module per kernel on first ca
 on the H100, against 0.3-0.5 s for PyTorch's ops the checks would otherwise use).
 
 Each step is timed and recorded; one that this torch does not have, or that fails, is recorded as
-not done, never an error.
+not done, never an error. ``start_spare`` runs it all in a worker started ahead of its job (imports,
+on a GPU the CUDA context, then the pre-warm, skipped where the job is already waiting), and
+``spare_record`` is what each result keeps of it.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import select
 import time
 
 import torch
 
 from runner.worker import fused_checks
+from runner.worker.device_token import PREINIT_ENV, PREINIT_UNDER_TOKEN, SHARED, TOKEN_ENV, DeviceToken
 
 # The modules a torch.compile of CUDA code imports on its first call that ``torch._inductor.compile_fx``
 # (which every spare imports) does not bring in already: the ones that cost a spare time on the
@@ -41,6 +45,55 @@ _MODULES = (
 
 # What has been done in this process: {step: seconds, or "not done: why"}; copied into each result.
 PREWARMED: dict = {}
+# When this process, a spare, made its CUDA context ([start, end], epoch seconds): outside the device token
+# unless ``executor.spare_context_under_token``, so possibly during another evaluation's measurement
+# (runner/analysis/disturbances.py checks).
+SPARE_CUDA_CONTEXT: list[float] = []
+# The token record of that, where it was made holding the device token (how long it waited for it).
+SPARE_CONTEXT_TOKEN: dict = {}
+
+
+def start_spare(stdin) -> None:
+    """A worker's start before it reads its job from ``stdin``: the compiler stack's imports (seconds, paid
+    before the job is known); on a GPU (the executor sets ``PREINIT_ENV``) its CUDA context, then the pre-warm,
+    unless its job is already waiting: a worker handed its job as it starts (a run's first evaluations) lets
+    the job go first, which then pays only the first uses it needs."""
+    import torch._dynamo  # noqa: F401
+    import torch._inductor.compile_fx  # noqa: F401
+
+    preinit = os.environ.get(PREINIT_ENV)
+    if preinit not in ("1", PREINIT_UNDER_TOKEN) or not torch.cuda.is_available():
+        return
+    _make_cuda_context(os.environ.get(TOKEN_ENV) if preinit == PREINIT_UNDER_TOKEN else None)
+    if job_waiting(stdin):
+        PREWARMED["skipped"] = "its job was waiting"
+    else:
+        prewarm_compiler(torch.device("cuda", torch.cuda.current_device()))
+        prewarm_checks()
+
+
+def spare_record() -> dict:
+    """What this process paid before its job, for the result's environment."""
+    record = {}
+    if PREWARMED:
+        record["spare_prewarm_s"] = dict(PREWARMED)
+    if SPARE_CUDA_CONTEXT:
+        record["spare_cuda_context"] = list(SPARE_CUDA_CONTEXT)
+    if SPARE_CONTEXT_TOKEN:
+        record["spare_cuda_context_token"] = dict(SPARE_CONTEXT_TOKEN)
+    return record
+
+
+def _make_cuda_context(token_path: str | None) -> None:
+    """Make this spare's CUDA context now rather than inside its job; with ``token_path``, holding the
+    device's token shared, so not while a measurement runs (``executor.spare_context_under_token``)."""
+    with DeviceToken(token_path, SPARE_CONTEXT_TOKEN) as token:
+        token.hold(SHARED)
+        started = time.time()
+        torch.cuda.init()
+        torch.empty(1, device="cuda:0")
+        torch.cuda.synchronize()
+        SPARE_CUDA_CONTEXT[:] = [started, time.time()]
 
 
 def prewarm_compiler(device: torch.device | None) -> dict:
@@ -84,8 +137,8 @@ def prewarm_checks() -> dict:
 
 def job_waiting(stream) -> bool:
     """Whether a line (its job) is already waiting on ``stream``, a pipe nothing was read from yet. A spare
-    handed its job as it starts (a run's first evaluations, each waiting for a worker) skips the pre-warm:
-    then it would delay the job by seconds instead of overlapping the evaluations before it."""
+    handed its job as it starts skips the pre-warm: then it would delay the job by seconds instead of
+    overlapping the evaluations before it."""
     try:
         ready, _, _ = select.select([stream], [], [], 0)
     except (OSError, ValueError):
