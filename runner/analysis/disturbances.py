@@ -54,12 +54,12 @@ def disturbances(run_dir: Path) -> dict:
         for k, (start, end) in enumerate(windows):
             batches += 1
             near = sorted({kind for kind, owner, s, e in events if owner != result.eval_id and s < end and e > start})
-            worst = max(_SIDES, key=lambda side: excess[side][k][1])
             is_disturbed = any(z > Z_LIMIT and rel > MIN_EXCESS for z, rel in (excess[s][k] for s in _SIDES))
             for kind in near:
                 counts[kind]["all"] += 1
                 counts[kind]["disturbed"] += is_disturbed
             if is_disturbed:
+                worst = max(_SIDES, key=lambda side: excess[side][k][1])
                 disturbed.append(
                     {
                         "task": result.task_id,

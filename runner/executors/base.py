@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from runner.paths import MANIFESTS_DIR
-from runner.worker.device_token import WAIT_STAGE
+from runner.worker.device_token import PREINIT_UNDER_TOKEN, WAIT_STAGE
 from runner.worker.protocol import read_stage
 
 # From handing a job over to the worker starting it (its stage marker): imports under load, and
@@ -46,6 +46,11 @@ class ExecutorSettings:
     cdi_kind: str = "nvidia.com/gpu"
     scratch_mb: int = 4096  # tmpfs for /tmp, HOME and the compile caches
     shared_compile_cache: bool = False  # mount the run's compile cache (read-write, shared) instead of a tmpfs
+
+    @property
+    def cuda_preinit(self) -> str:
+        """``PREINIT_ENV`` for a worker on a GPU: make its CUDA context at once ("1"), or holding the token."""
+        return PREINIT_UNDER_TOKEN if self.spare_context_under_token else "1"
 
 
 @dataclass

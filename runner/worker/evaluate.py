@@ -46,7 +46,7 @@ from runner.worker.integrity import (
 )
 from runner.worker.kernel_census import KernelCensus
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
-from runner.worker.memory import others_took_it
+from runner.worker.memory import causes, others_took_it
 from runner.worker.placements import TimedSide, timing_inputs
 from runner.worker.precision import float64_references
 from runner.worker.prewarm import spare_record, start_spare
@@ -431,13 +431,7 @@ def _trial_seed(seed: int, trial: int) -> int:
 
 
 def _is_compile_error(exc: BaseException) -> bool:
-    return any(type(e).__name__ in _COMPILE_ERROR_TYPES for e in _chain(exc))
-
-
-def _chain(exc: BaseException | None):
-    while exc is not None:
-        yield exc
-        exc = exc.__cause__ or exc.__context__
+    return any(type(e).__name__ in _COMPILE_ERROR_TYPES for e in causes(exc))
 
 
 def _failure(status: str, reason: str, exc: BaseException, stage: str) -> Verdict:

@@ -23,13 +23,16 @@ _UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40
 CONTEXT_ALLOWANCE = 1 << 30
 
 
+def causes(exc: BaseException | None):
+    """``exc``, then the exception it was raised from (or while handling), and so on."""
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
 def out_of_memory(exc: BaseException | None) -> BaseException | None:
     """The ``torch.OutOfMemoryError`` in ``exc``'s chain of causes, or None."""
-    while exc is not None:
-        if isinstance(exc, torch.OutOfMemoryError):
-            return exc
-        exc = exc.__cause__ or exc.__context__
-    return None
+    return next((error for error in causes(exc) if isinstance(error, torch.OutOfMemoryError)), None)
 
 
 def asked_bytes(error: BaseException) -> int | None:
