@@ -121,6 +121,11 @@ class ExecutorConfig:
     # Evaluations running at once per GPU: their process start, imports, static screen, collection
     # and logging overlap; their device work (reference, candidate, timing) takes turns (a token).
     in_flight: int = 1
+    # An evaluation starts on a GPU only while this much of its memory is free (NVML; what the ones started
+    # in the last seconds have not allocated yet counted as taken), unless none of the run's others runs
+    # there; one that ran out of memory because the others held it runs once more (runner/gpu/memory_admission.py).
+    # 0: no admission by memory.
+    admit_free_gib: float = 16.0
     # What a measurement excludes: `device` (the whole device: other evaluations' reference outputs,
     # correctness calls and checks wait for it) or `measurements` (only other measurements and the
     # compile warm-up; the rest runs beside it). runner/worker/device_token.py says what that costs.

@@ -22,6 +22,7 @@ VOLATILE_KEYS = (
     ("executor", "prestart"),
     ("executor", "start"),
     ("executor", "in_flight"),
+    ("executor", "admit_free_gib"),
     ("executor", "compile_cache_dir"),
     ("executor", "warmup_workers"),
     ("executor", "compile_threads"),
@@ -84,6 +85,8 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         raise ConfigError("eval.trials must be at least 1")
     if cfg.executor.in_flight < 1:
         raise ConfigError(f"executor.in_flight must be at least 1, not {cfg.executor.in_flight}")
+    if cfg.executor.admit_free_gib < 0:
+        raise ConfigError(f"executor.admit_free_gib must be 0 (off) or more, not {cfg.executor.admit_free_gib}")
     for name in ("placements", "input_sets", "batch"):
         if cfg.eval.timing[name] < 1:
             raise ConfigError(f"eval.timing.{name} must be at least 1, not {cfg.eval.timing[name]}")
@@ -110,6 +113,7 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         progress=cfg.run.progress,
         warmup_workers=cfg.executor.warmup_workers,
         in_flight=cfg.executor.in_flight,
+        admit_free_gib=cfg.executor.admit_free_gib,
         measurement_isolation=cfg.executor.measurement_isolation.value,
         on_unhealthy=cfg.hardware.on_unhealthy.value,
         cooldown_limit_s=cfg.hardware.cooldown_limit_s,

@@ -24,13 +24,14 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rich.console import Console
 
 from runner.executors import Executor
 from runner.gpu.lock import device_key, device_lock, work_token
+from runner.gpu.memory_admission import GIB, RETRY_REASON, MemoryAdmission
 from runner.gpu.nvml import health_gate, read_gpu
 from runner.methods import METHODS, Candidate, MethodUnavailable
 from runner.progress import RunProgress
@@ -57,6 +58,8 @@ from runner.worker.protocol import (
 
 # Stages in which only harness code has run: a crash there is never the candidate's fault.
 _HARNESS_STAGES = ("start", "reference")
+# Where an evaluation's first try's records are kept when it ran again (``memory_admission.RETRY_REASON``).
+FIRST_TRY_DIR = "out.first-try"
 
 
 @dataclass
@@ -94,6 +97,7 @@ class RunSettings:
     on_unhealthy: str = "proceed"  # the health gate still failing after cooldown: "proceed" (recorded) or "fail"
     cooldown_limit_s: float = 120.0
     measurement_isolation: str = ISOLATE_DEVICE  # what a measurement excludes (runner/worker/device_token.py)
+    admit_free_gib: float = 16.0  # an evaluation starts on a GPU with this much free (runner/gpu/memory_admission.py)
 
 
 class RunAborted(RuntimeError):
@@ -186,6 +190,7 @@ class Orchestrator:
         self.sink = sink
         self.console = console
         self.journal = Journal(run_dir.path / "journal.jsonl")
+        self._admissions: dict[int, MemoryAdmission] = {}  # per GPU lane, made when the sweep knows its lanes
 
     # -- job preparation -------------------------------------------------------------------
     def _prepare_job(self, evaluation: Evaluation, root: Path | None = None, mode: str = "evaluate") -> Path:
@@ -275,9 +280,21 @@ class Orchestrator:
                     )
                 self.console.print(f"[yellow]GPU {lane.index} health gate: {problems} (proceeding, recorded)")
         before = gate.reading if gate else lane.reading
-        outcome = self.executor.run(job_dir, lane.gpu_id)
+        admission = self._admissions.get(lane.index)
+        outcome, result, admitted = self._run_admitted(job_dir, evaluation, lane, admission)
+        if admission is not None and (result.verdict.status, result.verdict.reason) == ("infra_error", RETRY_REASON):
+            # Out of memory because the others in flight held it: once more, when half the GPU is free.
+            first = {"verdict": asdict(result.verdict), "admission": admitted, "records": FIRST_TRY_DIR}
+            shutil.rmtree(job_dir / FIRST_TRY_DIR, ignore_errors=True)
+            (job_dir / OUT_DIR).rename(job_dir / FIRST_TRY_DIR)
+            (job_dir / OUT_DIR).mkdir()
+            outcome, result, admitted = self._run_admitted(
+                job_dir, evaluation, lane, admission, admission.retry_needs()
+            )
+            admitted["first_try"] = first
         after = read_gpu(lane.index) if lane.index is not None else before
-        result = self._collect(job_dir, evaluation, outcome)
+        if admitted:
+            result.environment["memory_admission"] = admitted
         result.environment["executor"] = self.executor.environment()
         result.environment["gpu_before"] = before
         result.environment["gpu_after"] = after
@@ -294,6 +311,16 @@ class Orchestrator:
         }
         write_json_atomic(job_dir / OUT_DIR / RESULT_FILE, result.to_dict())
         return job_dir, result
+
+    def _run_admitted(self, job_dir: Path, evaluation: Evaluation, lane: Lane, admission, needed: int | None = None):
+        """The evaluation in its sandbox, started once the GPU's memory admits it (``memory_admission.py``)."""
+        record: dict = {}
+        if admission is None:
+            outcome = self.executor.run(job_dir, lane.gpu_id)
+        else:
+            with admission.admitted(needed, record):
+                outcome = self.executor.run(job_dir, lane.gpu_id)
+        return outcome, self._collect(job_dir, evaluation, outcome), record
 
     def _lanes(self) -> list[Lane]:
         """One lane per configured GPU (each pinned by UUID where NVML answers), or the host for a CPU run."""
@@ -414,6 +441,12 @@ class Orchestrator:
             self.console.print(f"resuming: {done} of {len(evaluations)} evaluations already done")
         self._log_unlogged(evaluations, state, parent_run_id)
         lanes = self._lanes()
+        if self.settings.admit_free_gib > 0:
+            self._admissions = {
+                lane.index: MemoryAdmission(lane.index, int(self.settings.admit_free_gib * GIB))
+                for lane in lanes
+                if lane.index is not None
+            }
         with RunProgress(len(evaluations), done, self.console, enabled=self.settings.progress) as progress:
             with ExitStack() as held:
                 # Always in the same order: two runs asking for the same GPUs cannot each hold one and wait.

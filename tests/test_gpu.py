@@ -404,6 +404,14 @@ def test_out_of_memory_that_another_process_caused_is_not_the_candidates(tmp_pat
         holder.wait()
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = (tmp_path / "runs").glob("*-oom-*")
-    verdict = result_records(run_dir)["sparse_attention_topk_gather_bf16"]["verdict"]
+    record = result_records(run_dir)["sparse_attention_topk_gather_bf16"]
+    verdict = record["verdict"]
     assert (verdict["status"], verdict["reason"]) == ("infra_error", "device_memory_taken"), verdict
     assert "would fit the GPU's" in verdict["message"]
+    # It ran once more (runner/gpu/memory_admission.py), at once: none of the run's others held the GPU.
+    admission = record["environment"]["memory_admission"]
+    assert admission["started"] == "nothing else running"
+    assert admission["first_try"]["verdict"]["reason"] == "device_memory_taken"
+    (first_try,) = run_dir.glob("jobs/*/out.first-try/result.json")
+    assert json.loads(first_try.read_text())["verdict"]["reason"] == "device_memory_taken"
+    assert record["environment"]["device_memory_bytes"]["peak_reserved"] > 0

@@ -80,6 +80,8 @@ def read_gpu(index: int) -> dict:
         "power_w": _watts(_safe(nv.nvmlDeviceGetPowerUsage, handle)),
         "power_limit_w": _watts(_safe(nv.nvmlDeviceGetEnforcedPowerLimit, handle)),
         "persistence_mode": _safe(nv.nvmlDeviceGetPersistenceMode, handle),
+        "memory_total_bytes": _safe(lambda: int(nv.nvmlDeviceGetMemoryInfo(handle).total)),
+        "memory_used_bytes": _safe(lambda: int(nv.nvmlDeviceGetMemoryInfo(handle).used)),
         "throttle_mask": reasons,
         "throttle_reasons": throttle_names(reasons) if isinstance(reasons, int) else reasons,
         "compute_processes": [p.pid for p in processes] if isinstance(processes, list) else processes,
@@ -87,6 +89,17 @@ def read_gpu(index: int) -> dict:
             nv.nvmlDeviceGetTotalEccErrors, handle, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_VOLATILE_ECC
         ),
     }
+
+
+def device_memory(index: int) -> tuple[int, int] | None:
+    """``(free, total)`` bytes of GPU ``index`` as NVML counts them (every process's allocations and
+    contexts), or None where NVML cannot say."""
+    try:
+        nv = _nvml()
+        info = nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(index))
+    except Exception:  # NVML missing, or a GPU or driver that does not answer: no admission by memory
+        return None
+    return int(info.free), int(info.total)
 
 
 def _watts(milliwatts):

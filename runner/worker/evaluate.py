@@ -164,6 +164,11 @@ def evaluate(job: dict, job_dir: Path) -> Result:
         result.verdict = stop.verdict
     except torch.OutOfMemoryError as exc:  # in kbench's own steps (inputs, snapshots, checks): whose was it?
         result.verdict = _failure("runtime_error", "out_of_memory", exc, clock.stage or "start")
+    if device.type == "cuda" and torch.cuda.is_initialized():
+        memory = result.environment.setdefault("device_memory_bytes", {})
+        memory.update(
+            peak_reserved=torch.cuda.max_memory_reserved(device), peak_allocated=torch.cuda.max_memory_allocated(device)
+        )
     result.finished_at = time.time()
     clock.mark("done")
     return result
@@ -300,6 +305,10 @@ def _run(
                     raise _Stop(Verdict("integrity_violation", reason, message, "correctness"))
         del candidate
     expected.clear()
+    if device.type == "cuda":
+        # The checks' blocks go back to the device: an evaluation waits for its turn holding only its timed
+        # set-up, not the cache of its checks, which the others in flight may need (memory_admission.py).
+        torch.cuda.empty_cache()
 
     if job.get("timing") is None:
         return
@@ -314,6 +323,9 @@ def _run(
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # the set-up's device work is done before the measurement's turn
     clock.mark(WAIT_STAGE)
+    memory = result.environment.setdefault("device_memory_bytes", {})
+    if device.type == "cuda":
+        memory["held_waiting_for_turn"] = torch.cuda.memory_reserved(device)
     token.hold(EXCLUSIVE)
     clock.mark("timing")
     try:

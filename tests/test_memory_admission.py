@@ -1,0 +1,119 @@
+"""Starting evaluations by the GPU memory left (runner/gpu/memory_admission.py).
+
+The GPU's memory reading is a test double (``FakeGpuMemory``): NVML answers only on a machine with a
+GPU. Everything else (threads, the waiting, the promises of just-started evaluations) is the real
+code; tests/test_gpu.py runs the whole path on a GPU, where another process holds the memory.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from runner.gpu import memory_admission
+from runner.gpu.memory_admission import GIB, MemoryAdmission
+
+
+class FakeGpuMemory:
+    """Test double for NVML's memory reading of one GPU: ``(free, total)`` bytes, set by the test."""
+
+    def __init__(self, free_gib: float, total_gib: float = 80.0) -> None:
+        self.free = int(free_gib * GIB)
+        self.total = int(total_gib * GIB)
+
+    def __call__(self, index: int) -> tuple[int, int]:
+        return self.free, self.total
+
+
+def _start_in_thread(admission: MemoryAdmission, record: dict, release: threading.Event, needed=None):
+    started = threading.Event()
+
+    def body():
+        with admission.admitted(needed, record):
+            started.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    return thread, started
+
+
+def test_the_first_evaluation_starts_whatever_is_free():
+    admission = MemoryAdmission(0, 16 * GIB, read=FakeGpuMemory(free_gib=2))
+    record: dict = {}
+    with admission.admitted(record=record):
+        pass
+    assert record["started"] == "nothing else running"
+    assert record["waited_s"] < 1
+
+
+def test_a_second_evaluation_waits_until_the_memory_is_free():
+    gpu = FakeGpuMemory(free_gib=40)
+    admission = MemoryAdmission(0, 16 * GIB, read=gpu)
+    release = threading.Event()
+    first, first_started = _start_in_thread(admission, {}, release)
+    assert first_started.wait(5)
+    gpu.free = 10 * GIB  # the first evaluation took 30 GiB
+    second_record: dict = {}
+    second, second_started = _start_in_thread(admission, second_record, threading.Event())
+    assert not second_started.wait(0.5), "started with 10 GiB free where 16 are needed"
+    gpu.free = 30 * GIB
+    assert second_started.wait(5)
+    assert second_record["started"].endswith("GiB free") and second_record["waited_s"] >= 0.4
+    release.set()
+    first.join(5)
+
+
+def test_what_just_started_evaluations_have_not_allocated_counts_as_taken(monkeypatch):
+    """NVML still shows the memory free while the evaluation admitted a moment ago starts: two starting
+    together must not both count the same 20 GiB."""
+    monkeypatch.setattr(memory_admission, "SETTLE_S", 0.6)
+    gpu = FakeGpuMemory(free_gib=20)
+    admission = MemoryAdmission(0, 16 * GIB, read=gpu)
+    release = threading.Event()
+    running, running_started = _start_in_thread(admission, {}, release)
+    assert running_started.wait(5)
+    second, second_started = _start_in_thread(admission, {}, release)  # 20 free >= 16: starts
+    assert second_started.wait(5)
+    third_record: dict = {}
+    third, third_started = _start_in_thread(admission, third_record, release)
+    assert not third_started.wait(0.3), "the 16 GiB promised to the second were counted as free"
+    assert third_started.wait(5)  # the promise lapses after SETTLE_S: NVML's reading is trusted again
+    assert third_record["waited_s"] >= 0.3
+    release.set()
+    for thread in (running, second, third):
+        thread.join(5)
+
+
+def test_a_start_that_waited_the_limit_goes_ahead(monkeypatch):
+    monkeypatch.setattr(memory_admission, "WAIT_LIMIT_S", 0.3)
+    admission = MemoryAdmission(0, 16 * GIB, read=FakeGpuMemory(free_gib=1))
+    release = threading.Event()
+    first, first_started = _start_in_thread(admission, {}, release)
+    assert first_started.wait(5)
+    record: dict = {}
+    started = time.monotonic()
+    with admission.admitted(record=record):
+        assert time.monotonic() - started >= 0.3
+    assert record["started"].startswith("waited the limit")
+    release.set()
+    first.join(5)
+
+
+def test_without_a_memory_reading_nothing_waits():
+    admission = MemoryAdmission(0, 16 * GIB, read=lambda index: None)
+    release = threading.Event()
+    first, first_started = _start_in_thread(admission, {}, release)
+    assert first_started.wait(5)
+    record: dict = {}
+    with admission.admitted(record=record):
+        pass
+    assert record["started"] == "no memory reading"
+    assert admission.retry_needs() == 16 * GIB
+    release.set()
+    first.join(5)
+
+
+def test_a_second_try_waits_for_half_the_gpu():
+    admission = MemoryAdmission(0, 16 * GIB, read=FakeGpuMemory(free_gib=30, total_gib=80))
+    assert admission.retry_needs() == 40 * GIB
