@@ -45,6 +45,7 @@ def test_presets_pick_what_they_promise():
     full = to_settings(compose_config(["experiment=h100_fullsuite"]))
     assert full.device == "cuda" and full.suite == "full" and full.timed_shape == "perf"
     assert set(full.methods) == {"reference", "torch_compile"}
+    assert full.in_flight == 8 and full.admit_free_gib == 16  # eight in flight only with the memory admission
 
 
 @pytest.mark.parametrize(
@@ -60,6 +61,7 @@ def test_presets_pick_what_they_promise():
         ("method=directory", "path"),
         ("eval.timing.placements=0", "eval.timing.placements must be at least 1, not 0"),
         ("eval.timing.input_sets=-2", "eval.timing.input_sets must be at least 1"),
+        ("executor.admit_free_gib=-1", "executor.admit_free_gib must be 0 (off) or more, not -1"),
     ],
 )
 def test_bad_config_is_one_line(override, fragment):
