@@ -299,6 +299,20 @@ def test_fused_checks_prepare_into_their_own_cache(tmp_path):
     check_prepare_fills_its_own_cache(tmp_path)
 
 
+def test_fused_integrity_agrees_with_pytorch_compiled():
+    """The integrity checks' Triton kernels, compiled for this GPU, against ``torch.equal`` and ``fill_``
+    (``test_fused_integrity.py``)."""
+    from tests.test_fused_integrity import check_agreement
+
+    check_agreement("cuda")
+
+
+def test_fused_integrity_prepares_into_the_checks_cache(tmp_path):
+    from tests.test_fused_integrity import check_prepare_fills_its_own_cache
+
+    check_prepare_fills_its_own_cache(tmp_path)
+
+
 def test_forked_workers_make_their_own_context_and_the_server_none(tmp_path):
     """The local executor's default start on a GPU: the fork server imports torch but never touches
     CUDA (a context does not survive a fork), and each worker forked from it makes its own as a

@@ -21,7 +21,9 @@ without touching the GPU (a spare's head start, ``prewarm.py``); elsewhere the P
 The kernels are compiled into and loaded from their own directory, ``KBENCH_CHECKS_CACHE`` (set by the
 executors: ``checks/`` beside the run's compile caches for ``local``, the container's private ``/tmp`` for ``docker``),
 never the candidates' Triton cache: a candidate that wrote into its compile cache (shared by the
-evaluations of a run) could otherwise replace the kernels that judge the ones after it.
+evaluations of a run) could otherwise replace the kernels that judge the ones after it. The per-call
+integrity checks' kernels (``fused_integrity.py``) follow the same rules through ``_own_cache`` and
+``warm_variants``.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def compare_counts(
     same-shape, same-dtype CUDA floating tensors; one read from the device."""
     ref_flat, got_flat = ref.reshape(-1).contiguous(), got.reshape(-1).contiguous()
     n = ref_flat.numel()
-    out = torch.zeros(_SLOTS, dtype=torch.int64, device=ref.device)
+    out = torch.zeros(_SLOTS, dtype=torch.int64).to(ref.device)  # zeroed on the host: no fill kernel to load
     if n:
         tolerance = torch.tensor([atol, rtol, TINY], dtype=torch.float64).to(ref.device, non_blocking=False)
         grid = (-(-n // _BLOCK),)
@@ -93,7 +95,12 @@ def squared_sums(value: torch.Tensor, reference: torch.Tensor) -> tuple[float, f
     v, r = value.detach().reshape(-1).contiguous(), reference.detach().reshape(-1).contiguous()
     n = r.numel()
     blocks = max(1, -(-n // _BLOCK))
-    partial = torch.zeros(2 * blocks, dtype=torch.float64, device=r.device)
+    # Every block writes its own pair (no fill kernel); with no element there is no block, and one zero pair.
+    partial = (
+        torch.empty(2 * blocks, dtype=torch.float64, device=r.device)
+        if n
+        else torch.zeros(2, dtype=torch.float64).to(r.device)
+    )
     out = torch.empty(2, dtype=torch.float64, device=r.device)
     with _own_cache():
         if n:
@@ -108,16 +115,16 @@ def prepare() -> dict:
     comparison for each floating dtype, the float64 error of float32 and float64 values. Returns
     ``{variant: seconds}``; a variant that fails is recorded, never raised, and leaves this process on
     the PyTorch paths (``available`` is true only once every variant compiled)."""
-    done: dict = {}
     kernels = _kernels()
     if kernels is None or not torch.cuda.is_available():
         return {"not done": "no Triton or no CUDA device"}
+    options = {"BLOCK": _BLOCK, **_ROUNDING}
     variants = [
         (
             f"compare {str(dtype)[6:]}",
             kernels.compare_kernel,
             (dtype, dtype, _BLOCK, torch.float64, torch.int64),
-            {"WORK_FP64": _works_in_fp64(dtype)},
+            {"WORK_FP64": _works_in_fp64(dtype), **options},
         )
         for dtype in _FLOATS
     ]
@@ -126,22 +133,31 @@ def prepare() -> dict:
             f"squared sums {str(dtype)[6:]}",
             kernels.squared_sums_kernel,
             (dtype, torch.float64, _BLOCK, torch.float64),
-            {},
+            options,
         )
         for dtype in (torch.float32, torch.float64)
     ]
-    variants.append(("sum pairs", kernels.sum_pairs_kernel, (torch.float64, 2, torch.float64), {}))
-    for name, kernel, args, constants in variants:
+    variants.append(("sum pairs", kernels.sum_pairs_kernel, (torch.float64, 2, torch.float64), options))
+    done = warm_variants(variants)
+    global _prepared
+    _prepared = all(isinstance(seconds, float) for seconds in done.values())
+    return done
+
+
+def warm_variants(variants: list) -> dict:
+    """Compile (or load from the checks' own cache) each ``(name, kernel, args, options)`` host only, as its
+    calls will launch it (``args``: a torch dtype for a tensor, a value otherwise). Returns ``{name: seconds}``;
+    one that fails is recorded as not done, never raised."""
+    done: dict = {}
+    for name, kernel, args, options in variants:
         started = time.perf_counter()
         try:
             with _own_cache():
-                kernel.warmup(*args, **constants, BLOCK=_BLOCK, grid=(1,), **_ROUNDING)
+                kernel.warmup(*args, **options, grid=(1,))
         except Exception as exc:
             done[name] = f"not done: {type(exc).__name__}: {exc}"[:200]
             continue
         done[name] = round(time.perf_counter() - started, 4)
-    global _prepared
-    _prepared = all(isinstance(seconds, float) for seconds in done.values())
     return done
 
 

@@ -1,4 +1,5 @@
-"""The Triton kernels of the fused output checks; ``fused_checks.py`` owns how they are called.
+"""The Triton kernels of the fused checks: the output comparison and the float64 error (called by
+``fused_checks.py``), the differing-bytes count and the poison fill (called by ``fused_integrity.py``).
 
 Imported only where a CUDA output is checked (Triton costs an import, and a CPU image may lack it).
 Rounded as PyTorch rounds: the division is IEEE (``div_rn`` in float32, where Triton's ``/`` is not), and
@@ -78,3 +79,22 @@ def sum_pairs_kernel(partial_ptr, blocks, out_ptr, BLOCK: tl.constexpr):
         second += tl.load(partial_ptr + 2 * index + 1, mask=mask, other=0.0)
     tl.store(out_ptr, tl.sum(first, axis=0))
     tl.store(out_ptr + 1, tl.sum(second, axis=0))
+
+
+# The integrity checks' kernels work on bytes and words, so no rounding: exact on every path.
+@triton.jit(do_not_specialize=["n"])
+def differing_bytes_kernel(now_ptr, before_ptr, n: tl.int64, out_ptr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    now = tl.load(now_ptr + offsets, mask=mask, other=0)
+    before = tl.load(before_ptr + offsets, mask=mask, other=0)
+    differing = tl.sum((now != before).to(tl.int32), axis=0).to(tl.int64)
+    tl.atomic_add(out_ptr, differing, mask=differing > 0)  # the usual answer is 0: no atomics then
+
+
+# ``even`` and ``odd`` typed int64 and not specialised: one compiled variant per word size serves every pattern.
+@triton.jit(do_not_specialize=["n", "even", "odd"])
+def fill_words_kernel(words_ptr, n: tl.int64, even: tl.int64, odd: tl.int64, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    words = tl.where(offsets % 2 == 0, even, odd).to(words_ptr.dtype.element_ty)  # truncated to the word
+    tl.store(words_ptr + offsets, words, mask=offsets < n)

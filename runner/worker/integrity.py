@@ -22,6 +22,9 @@ The kernel census (``no_own_kernel_ran``) lives in ``runner/worker/kernel_census
 Before every checked call, memory shaped like the expected outputs is filled with a poison
 value and freed, so a candidate returning uninitialised or freed memory (the reference's
 answer left in the allocator, say) returns poison instead.
+On CUDA, in a process that prepared them (a spare), the input comparison and the poison fill are
+Triton kernels (``fused_integrity.py``: no PyTorch kernel to load on first use); elsewhere
+``torch.equal`` and ``fill_``, with the same verdicts and the same poisoned bytes.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+
+from runner.worker import fused_integrity
 
 
 def numerics_flags() -> dict:
@@ -86,13 +91,25 @@ def call_violation(inputs: list, snapshots: list, outputs: list, previous_output
             if isinstance(old, torch.Tensor) and _shares_storage(out, old):
                 return "output_aliases_previous", f"output {index} shares storage with the previous call's output"
     for position, (x, snap) in enumerate(zip(inputs, snapshots)):
-        if snap is not None and not torch.equal(_bytes(x), snap):
+        if snap is not None and _changed(_bytes(x), snap):
             return "input_mutated", f"input {position} changed during the call"
     return None
 
 
 def _bytes(x: torch.Tensor) -> torch.Tensor:
     return x.detach().reshape(-1).contiguous().view(torch.uint8)
+
+
+def _changed(now: torch.Tensor, snap: torch.Tensor) -> bool:
+    """Whether an input's bytes differ from its snapshot's (a resized input differs)."""
+    if (
+        now.numel() == snap.numel()
+        and now.device == snap.device
+        and fused_integrity.available(now)
+        and fused_integrity.available(snap)
+    ):
+        return fused_integrity.differing_bytes(now, snap) > 0
+    return not torch.equal(now, snap)
 
 
 def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -111,14 +128,23 @@ def poison_allocator(like: list) -> None:
             continue
         for _ in range(2):  # two of each: the allocator may hand out either
             block = torch.empty_like(ref, memory_format=torch.contiguous_format)
-            if block.is_floating_point() or block.is_complex():
-                block.fill_(float("nan"))
-            elif block.dtype == torch.bool:
-                block.fill_(True)
-            else:
-                block.fill_(torch.iinfo(block.dtype).max)  # 127 / 32767 / ...: far from a real answer
+            _poison(block)
             blocks.append(block)
     del blocks
+
+
+def _poison(block: torch.Tensor) -> None:
+    """Fill a contiguous block with NaN (floating and complex: NaN + 0j), True or the integer maximum."""
+    if block.is_floating_point() or block.is_complex():
+        value = float("nan")
+    elif block.dtype == torch.bool:
+        value = True
+    else:
+        value = torch.iinfo(block.dtype).max  # 127 / 32767 / ...: far from a real answer
+    if block.dtype in fused_integrity.FILLED and fused_integrity.available(block):
+        fused_integrity.fill(block, value)
+    else:
+        block.fill_(value)
 
 
 # A synchronised audit may exceed the events by launch and sync latency: on an H100, honest Triton

@@ -9,9 +9,10 @@ before it (quick suite: the correctness stage's median fell from 2.05 s to 1.26 
 seventh session). Every step here is host work: the patterns are traced under a fake tensor mode,
 nothing is allocated on or launched to the GPU.
 
-The output checks' (``fused_checks.py``): their Triton kernels compiled, or loaded from the checks'
-own cache, host only; the job then loads one small module per kernel on first call (about 0.01 s
-on the H100, against 0.3-0.5 s for PyTorch's ops the checks would otherwise use).
+The output checks' (``fused_checks.py``) and the per-call integrity checks' (``fused_integrity.py``):
+their Triton kernels compiled, or loaded from the checks' own cache, host only; the job then loads one
+small module per kernel on first call (about 0.01 s on the H100, against 0.3-0.5 s for PyTorch's ops
+the output checks would otherwise use).
 
 Each step is timed and recorded; one that this torch does not have, or that fails, is recorded as
 not done, never an error. ``start_spare`` runs it all in a worker started ahead of its job (imports,
@@ -28,7 +29,7 @@ import time
 
 import torch
 
-from runner.worker import fused_checks
+from runner.worker import fused_checks, fused_integrity
 from runner.worker.device_token import PREINIT_ENV, PREINIT_UNDER_TOKEN, SHARED, TOKEN_ENV, DeviceToken
 
 # The modules a torch.compile of CUDA code imports on its first call that ``torch._inductor.compile_fx``
@@ -127,11 +128,13 @@ def prewarm_compiler(device: torch.device | None) -> dict:
 
 
 def prewarm_checks() -> dict:
-    """Compile (or load from the Triton cache) the output checks' kernels, host only (``fused_checks.prepare``)."""
-    started = time.perf_counter()
-    variants = fused_checks.prepare()
-    failed = {name: why for name, why in variants.items() if not isinstance(why, float)}
-    PREWARMED["fused checks"] = f"not done: {failed}"[:200] if failed else round(time.perf_counter() - started, 4)
+    """Compile (or load from the checks' own Triton cache) the output checks' kernels and the integrity
+    checks', host only (``fused_checks.prepare``, ``fused_integrity.prepare``); each is recorded apart."""
+    for step, prepare in (("fused checks", fused_checks.prepare), ("fused integrity checks", fused_integrity.prepare)):
+        started = time.perf_counter()
+        variants = prepare()
+        failed = {name: why for name, why in variants.items() if not isinstance(why, float)}
+        PREWARMED[step] = f"not done: {failed}"[:200] if failed else round(time.perf_counter() - started, 4)
     return PREWARMED
 
 
