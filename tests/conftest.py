@@ -19,6 +19,19 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+def run_kernel_script(script: str, device: str, timeout: float) -> str:
+    """Run ``script`` (``sys.argv[1]`` is ``device``) in a fresh interpreter and return its stdout; for "cpu"
+    under Triton's interpreter, which must be chosen before triton is imported, hence the subprocess."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-c", script, device], capture_output=True, text=True, env=env, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
 def has_cuda() -> bool:
     import torch
 

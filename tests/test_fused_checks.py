@@ -19,6 +19,7 @@ import torch
 
 from runner.paths import REPO_ROOT
 from runner.worker.compare import compare_outputs
+from tests.conftest import run_kernel_script
 
 pytest.importorskip("triton")
 
@@ -46,14 +47,7 @@ print(json.dumps(cases))
 
 
 def _agreement(device: str) -> list[dict]:
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    if device == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    done = subprocess.run(
-        [sys.executable, "-c", AGREEMENT, device], capture_output=True, text=True, env=env, timeout=600, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
+    return json.loads(run_kernel_script(AGREEMENT, device, timeout=600))
 
 
 def check_agreement(device: str) -> None:

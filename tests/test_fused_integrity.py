@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from runner.paths import REPO_ROOT
+from tests.conftest import run_kernel_script
 
 pytest.importorskip("triton")
 
@@ -122,14 +123,7 @@ POISON_BYTES = {
 
 
 def _agreement(device: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    if device == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    done = subprocess.run(
-        [sys.executable, "-c", AGREEMENT, device], capture_output=True, text=True, env=env, timeout=300, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(run_kernel_script(AGREEMENT, device, timeout=300).strip().splitlines()[-1])
 
 
 def check_agreement(device: str) -> None:

@@ -323,9 +323,9 @@ def _run(
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # the set-up's device work is done before the measurement's turn
     clock.mark(WAIT_STAGE)
-    memory = result.environment.setdefault("device_memory_bytes", {})
     if device.type == "cuda":
-        memory["held_waiting_for_turn"] = torch.cuda.memory_reserved(device)
+        held = torch.cuda.memory_reserved(device)
+        result.environment.setdefault("device_memory_bytes", {})["held_waiting_for_turn"] = held
     token.hold(EXCLUSIVE)
     clock.mark("timing")
     try:
