@@ -32,6 +32,21 @@ def run_kernel_script(script: str, device: str, timeout: float) -> str:
     return done.stdout
 
 
+def prepare_in_own_caches(script: str, tmp_path: Path, *args: str) -> tuple[dict, Path, Path]:
+    """Run a check kernels' ``prepare`` script with the checks' cache (``KBENCH_CHECKS_CACHE``) and the
+    candidates' Triton cache apart under ``tmp_path``; its last stdout line (JSON) and the two folders."""
+    from runner.worker.protocol import CHECKS_CACHE_ENV
+
+    checks, candidates = tmp_path / "checks", tmp_path / "candidates"
+    env = dict(os.environ, PYTHONPATH=str(REPO), TRITON_CACHE_DIR=str(candidates))
+    env[CHECKS_CACHE_ENV] = str(checks)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, env=env, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1]), checks, candidates
+
+
 def has_cuda() -> bool:
     import torch
 

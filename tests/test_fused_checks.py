@@ -11,15 +11,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
-from runner.paths import REPO_ROOT
 from runner.worker.compare import compare_outputs
-from tests.conftest import run_kernel_script
+from tests.conftest import prepare_in_own_caches, run_kernel_script
 
 pytest.importorskip("triton")
 
@@ -120,14 +117,7 @@ print(json.dumps({"variants": variants, "available": [before, fused_checks.avail
 def check_prepare_fills_its_own_cache(tmp_path) -> None:
     """On a GPU: ``prepare()`` compiles every variant, host only, into ``KBENCH_CHECKS_CACHE`` and nothing
     into the candidates' ``TRITON_CACHE_DIR``; the kernels judge outputs from then on, not before."""
-    from runner.worker.protocol import CHECKS_CACHE_ENV
-
-    checks, candidates = tmp_path / "checks", tmp_path / "candidates"
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TRITON_CACHE_DIR=str(candidates))
-    env[CHECKS_CACHE_ENV] = str(checks)
-    done = subprocess.run([sys.executable, "-c", PREPARE], capture_output=True, text=True, env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    answer, checks, candidates = prepare_in_own_caches(PREPARE, tmp_path)
     assert answer["available"] == [False, True]  # used only once prepared: unprepared, PyTorch's ops cost less
     variants = answer["variants"]
     assert len(variants) == 7 and all(isinstance(seconds, float) for seconds in variants.values()), variants

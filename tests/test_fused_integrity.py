@@ -10,15 +10,11 @@ poison must come out the same on both paths.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
-from runner.paths import REPO_ROOT
-from tests.conftest import run_kernel_script
+from tests.conftest import prepare_in_own_caches, run_kernel_script
 
 pytest.importorskip("triton")
 
@@ -191,16 +187,7 @@ def check_prepare_fills_its_own_cache(tmp_path) -> None:
     """On a GPU: ``prepare()`` compiles every variant, host only, into ``KBENCH_CHECKS_CACHE`` and nothing into
     the candidates' ``TRITON_CACHE_DIR``; the calls then use those variants (no compile in the job), and the
     kernels serve only once prepared."""
-    from runner.worker.protocol import CHECKS_CACHE_ENV
-
-    checks, candidates = tmp_path / "checks", tmp_path / "candidates"
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TRITON_CACHE_DIR=str(candidates))
-    env[CHECKS_CACHE_ENV] = str(checks)
-    done = subprocess.run(
-        [sys.executable, "-c", PREPARE, str(checks)], capture_output=True, text=True, env=env, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    answer, checks, candidates = prepare_in_own_caches(PREPARE, tmp_path, str(tmp_path / "checks"))
     assert answer["available"] == [False, True]
     variants = answer["variants"]
     assert len(variants) == 5 and all(isinstance(seconds, float) for seconds in variants.values()), variants

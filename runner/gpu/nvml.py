@@ -64,6 +64,7 @@ def read_gpu(index: int) -> dict:
     clocks = nv.NVML_CLOCK_SM, nv.NVML_CLOCK_MEM
     reasons = _safe(nv.nvmlDeviceGetCurrentClocksEventReasons, handle)
     processes = _safe(nv.nvmlDeviceGetComputeRunningProcesses, handle)
+    memory = _safe(nv.nvmlDeviceGetMemoryInfo, handle)  # one reading for both figures
     return {
         "available": True,
         "index": index,
@@ -80,8 +81,8 @@ def read_gpu(index: int) -> dict:
         "power_w": _watts(_safe(nv.nvmlDeviceGetPowerUsage, handle)),
         "power_limit_w": _watts(_safe(nv.nvmlDeviceGetEnforcedPowerLimit, handle)),
         "persistence_mode": _safe(nv.nvmlDeviceGetPersistenceMode, handle),
-        "memory_total_bytes": _safe(lambda: int(nv.nvmlDeviceGetMemoryInfo(handle).total)),
-        "memory_used_bytes": _safe(lambda: int(nv.nvmlDeviceGetMemoryInfo(handle).used)),
+        "memory_total_bytes": int(memory.total) if not isinstance(memory, str) else memory,
+        "memory_used_bytes": int(memory.used) if not isinstance(memory, str) else memory,
         "throttle_mask": reasons,
         "throttle_reasons": throttle_names(reasons) if isinstance(reasons, int) else reasons,
         "compute_processes": [p.pid for p in processes] if isinstance(processes, list) else processes,
