@@ -4,7 +4,7 @@ Plan: the suite's tasks × the configured methods give candidates (content-addre
 and one job directory per evaluation. Dispatch: the run holds the lock of each of its devices
 (``hardware.gpus``: one lane per GPU, the evaluations shared among them) for the whole sweep;
 per lane, ``executor.in_flight`` evaluations run at once, each passing the NVML health gate
-first and starting once the GPU's memory admits it (``runner/gpu/memory_admission.py``, which also
+first (which waits out heat and throttling only while none of the others runs there) and starting once the GPU's memory admits it (``runner/gpu/memory_admission.py``, which also
 runs once more an evaluation the others' memory use ran out of memory); the device's token (``runner/worker/device_token.py``) lets their computing and
 checking share the GPU but gives each measurement the GPU alone, while process start,
 imports, the static screen, collection and logging overlap. Collect: read
@@ -24,7 +24,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -192,6 +192,8 @@ class Orchestrator:
         self.console = console
         self.journal = Journal(run_dir.path / "journal.jsonl")
         self._admissions: dict[int, MemoryAdmission] = {}  # per GPU lane, made when the sweep knows its lanes
+        self._running_count: dict[int | None, int] = {}  # per lane, the evaluations running there now
+        self._running_lock = threading.Lock()
 
     # -- job preparation -------------------------------------------------------------------
     def _prepare_job(self, evaluation: Evaluation, root: Path | None = None, mode: str = "evaluate") -> Path:
@@ -270,7 +272,9 @@ class Orchestrator:
         job_dir = self._prepare_job(evaluation)
         gate = None
         if lane.index is not None:
-            gate = health_gate(lane.index, s.max_temperature_c, self.executor.own_pids(), s.cooldown_limit_s)
+            gate = health_gate(
+                lane.index, s.max_temperature_c, self.executor.own_pids(), s.cooldown_limit_s, self._running_on(lane)
+            )
             if not gate.ok:
                 problems = "; ".join(gate.problems)
                 if s.on_unhealthy == "fail":
@@ -301,7 +305,12 @@ class Orchestrator:
         result.environment["gpu_after"] = after
         result.environment["lane"] = {"gpu": lane.index, "lock": lane.lock_key, "in_flight": s.in_flight}
         if gate:
-            result.environment["health_gate"] = {"ok": gate.ok, "waited_s": gate.waited_s, "problems": gate.problems}
+            result.environment["health_gate"] = {
+                "ok": gate.ok,
+                "waited_s": gate.waited_s,
+                "problems": gate.problems,
+                "others_running": gate.others_running,
+            }
         result.environment["sandbox"] = {
             "exit_code": outcome.exit_code,
             "signal": outcome.signal,
@@ -316,12 +325,25 @@ class Orchestrator:
     def _run_admitted(self, job_dir: Path, evaluation: Evaluation, lane: Lane, admission, needed: int | None = None):
         """The evaluation in its sandbox, started once the GPU's memory admits it (``memory_admission.py``)."""
         record: dict = {}
-        if admission is None:
+        with admission.admitted(needed, record) if admission is not None else nullcontext(), self._running(lane):
             outcome = self.executor.run(job_dir, lane.gpu_id)
-        else:
-            with admission.admitted(needed, record):
-                outcome = self.executor.run(job_dir, lane.gpu_id)
         return outcome, self._collect(job_dir, evaluation, outcome), record
+
+    @contextmanager
+    def _running(self, lane: Lane):
+        """The evaluation runs on ``lane`` for the block (counted for the health gate)."""
+        with self._running_lock:
+            self._running_count[lane.index] = self._running_count.get(lane.index, 0) + 1
+        try:
+            yield
+        finally:
+            with self._running_lock:
+                self._running_count[lane.index] -= 1
+
+    def _running_on(self, lane: Lane) -> int:
+        """How many of the run's evaluations run on ``lane`` now."""
+        with self._running_lock:
+            return self._running_count.get(lane.index, 0)
 
     def _lanes(self) -> list[Lane]:
         """One lane per configured GPU (each pinned by UUID where NVML answers), or the host for a CPU run."""

@@ -62,6 +62,8 @@ def test_presets_pick_what_they_promise():
         ("eval.timing.placements=0", "eval.timing.placements must be at least 1, not 0"),
         ("eval.timing.input_sets=-2", "eval.timing.input_sets must be at least 1"),
         ("executor.admit_free_gib=-1", "executor.admit_free_gib must be 0 (off) or more, not -1"),
+        ("eval.timing.audit_share=0", "eval.timing.audit_share must be over 0 and at most 1, not 0"),
+        ("eval.timing.audit_share=1.5", "eval.timing.audit_share must be over 0 and at most 1, not 1.5"),
     ],
 )
 def test_bad_config_is_one_line(override, fragment):

@@ -307,3 +307,62 @@ def test_the_warm_up_runs_both_sides_in_turn_and_shares_its_time():
     # 2 ms a call or more: 40 ms of both sides is at most 10 rounds; per side it would be 20 calls each.
     assert calls == ["r", "c"] * (len(calls) // 2)
     assert 3 <= len(calls) // 2 <= 10
+
+
+class _AuditingHostSampler:
+    """``CudaSampler``'s interface on the host clock, audit calls included (test double at the GPU boundary:
+    no GPU here). Counts the calls it runs."""
+
+    clock = "host_perf_counter"
+    flushes = False
+
+    def __init__(self, *_) -> None:
+        from runner.worker.samplers import HostSampler
+
+        self._host = HostSampler()
+
+    def launch(self, fns) -> dict:
+        return {"times": self._host.launch(fns), "audit": None}
+
+    def close(self, handle: dict, audit=None) -> None:
+        if audit is not None:
+            handle["audit"] = self._host.launch([audit])[0]
+
+    def times(self, handle: dict):
+        return handle["times"], handle["audit"]
+
+
+@pytest.mark.parametrize("share", [0.25, 1.0])
+def test_audit_calls_the_first_two_batches_then_the_share_drawn_from_the_seed(monkeypatch, share):
+    """Both sides audited in the first two batches; later batches by the seed's draws (every batch with 1),
+    which leave the interleaved order as the seed made it."""
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+
+    monkeypatch.setattr(timing_module, "CudaSampler", _AuditingHostSampler)
+    monkeypatch.setattr(timing_module, "device_uuid", lambda device: None)
+    settings = TimingSettings(
+        min_samples=200, max_samples=200, batch=5, warmup_ms=0.0, target_noise=0.0, audit_share=share
+    )
+
+    def measure(seed):
+        return timing_module.measure_pair(lambda: None, lambda: None, torch.device("cuda"), settings, "small", seed)
+
+    timing, raw = measure(7)
+    batches = 200 // 5
+    audits = {side: len(values) for side, values in raw["sync_audit"].items()}
+    assert audits["reference"] >= 1 and audits["candidate"] >= 1
+    assert abs(audits["reference"] - audits["candidate"]) <= 1  # the sides alternate
+    if share == 1.0:
+        assert sum(audits.values()) == batches
+    else:
+        assert 2 < sum(audits.values()) < batches / 2
+        assert {side: len(v) for side, v in measure(7)[1]["sync_audit"].items()} == audits  # the seed decides
+    every_batch = TimingSettings(**{**settings.__dict__, "audit_share": 1.0})
+    _, audited_always = timing_module.measure_pair(
+        lambda: None, lambda: None, torch.device("cuda"), every_batch, "small", 7
+    )
+    assert raw["order"] == audited_always["order"]
+    assert timing.sync_gap_ms.keys() == {"reference", "candidate"}

@@ -111,12 +111,13 @@ def test_evaluations_in_flight_take_turns_on_the_device(tmp_path: Path, isolatio
     assert not processes_under(tmp_path)
 
 
-def test_two_gpus_share_the_sweep(tmp_path: Path, monkeypatch):
-    """``hardware.gpus=[0,1]``: one lane per GPU, each holding its own lock, the evaluations shared.
+def _sweep_on_gpu_doubles(tmp_path: Path, monkeypatch, overrides: list[str], gate) -> Path:
+    """Six evaluations of the reference method on made-up GPUs: the run directory.
 
-    Test double at the GPU boundary (this machine has no GPU): NVML answers for two GPUs with
-    made-up UUIDs and a passing health gate. The executor is the real local one; the workers,
-    pinned to GPUs that do not exist, end without a result, which is what the run records.
+    Test double at the GPU boundary (this machine has no GPU): NVML answers with made-up UUIDs and the
+    health gate is ``gate`` (called as the orchestrator calls ``health_gate``). The executor is the real
+    local one; the workers, pinned to GPUs that do not exist, end without a result, which is what the
+    run records.
     """
     from rich.console import Console
 
@@ -124,23 +125,16 @@ def test_two_gpus_share_the_sweep(tmp_path: Path, monkeypatch):
     from runner.configure import compose_config, to_settings
     from runner.executors.base import ExecutorSettings
     from runner.executors.local import LocalExecutor
-    from runner.gpu.nvml import GateOutcome
     from runner.paths import SUITES_DIR, TASKS_DIR
     from runner.rundir import open_run_dir
     from runner.tasks.suites import SuiteSelection, resolve_suite
 
     monkeypatch.setenv("KBENCH_LOCK_DIR", str(tmp_path / "locks"))
-
-    def nvml_double(index):
-        return {"available": True, "index": index, "uuid": f"GPU-double-{index}"}
-
-    monkeypatch.setattr(orch, "read_gpu", nvml_double)
-    monkeypatch.setattr(orch, "health_gate", lambda index, *_: GateOutcome(True, 0.0, nvml_double(index), []))
+    monkeypatch.setattr(orch, "read_gpu", gpu_reading_double)
+    monkeypatch.setattr(orch, "health_gate", gate)
     names = [f"{i}_g{i}" for i in range(1, 7)]
     suite = make_kernelbench_dir(tmp_path / "kb", names)
-    cfg = compose_config(
-        ["hardware=h100", "hardware.gpus=[0,1]", "suite=kernelbench", f"suite.path={suite}", "method=reference"]
-    )
+    cfg = compose_config(["hardware=h100", "suite=kernelbench", f"suite.path={suite}", "method=reference", *overrides])
     settings = to_settings(cfg)
     settings.progress = False
     tasks = resolve_suite(
@@ -153,13 +147,54 @@ def test_two_gpus_share_the_sweep(tmp_path: Path, monkeypatch):
         runner.run(orch.plan(tasks, settings), None)
     finally:
         executor.close()
+    assert len(list(run_dir.path.glob("jobs/*/out/result.json"))) == len(names)
+    return run_dir.path
+
+
+def gpu_reading_double(index):
+    """NVML's reading of a GPU that is not there (test double: no GPU on this machine)."""
+    return {"available": True, "index": index, "uuid": f"GPU-double-{index}"}
+
+
+def test_two_gpus_share_the_sweep(tmp_path: Path, monkeypatch):
+    """``hardware.gpus=[0,1]``: one lane per GPU, each holding its own lock, the evaluations shared."""
+    from runner.gpu.nvml import GateOutcome
+
+    run_dir = _sweep_on_gpu_doubles(
+        tmp_path,
+        monkeypatch,
+        ["hardware.gpus=[0,1]"],
+        lambda index, *_: GateOutcome(True, 0.0, gpu_reading_double(index), []),
+    )
     lanes = {}
-    for path in run_dir.path.glob("jobs/*/out/result.json"):
+    for path in run_dir.glob("jobs/*/out/result.json"):
         result = json.loads(path.read_text())
         lanes.setdefault(result["environment"]["lane"]["lock"], []).append(result["task_id"])
     assert sorted(lanes) == ["gpu-GPU-double-0", "gpu-GPU-double-1"]
-    assert sorted(t for tasks in lanes.values() for t in tasks) == [f"level1/{name}" for name in names]
+    assert sorted(t for tasks in lanes.values() for t in tasks) == [f"level1/{i}_g{i}" for i in range(1, 7)]
     assert all(tasks for tasks in lanes.values())
+
+
+@pytest.mark.parametrize("in_flight", [1, 2])
+def test_the_health_gate_knows_how_many_of_the_runs_evaluations_run_beside(tmp_path: Path, monkeypatch, in_flight):
+    """The gate is told how many of the run's own evaluations run on the GPU (it waits out heat and
+    throttling only with none: theirs is the run's own load), and each result records it. One in
+    flight: never any; two: the second thread's later evaluations start beside the first's."""
+    from runner.gpu.nvml import GateOutcome
+
+    told = []
+
+    def gate(index, max_temperature_c, own_pids, cooldown_limit_s, others_running):
+        told.append(others_running)
+        return GateOutcome(True, 0.0, gpu_reading_double(index), [], others_running)
+
+    run_dir = _sweep_on_gpu_doubles(tmp_path, monkeypatch, [f"executor.in_flight={in_flight}"], gate)
+    recorded = sorted(
+        json.loads(path.read_text())["environment"]["health_gate"]["others_running"]
+        for path in run_dir.glob("jobs/*/out/result.json")
+    )
+    assert recorded == sorted(told) and len(told) == 6
+    assert max(told) == in_flight - 1
 
 
 def test_shared_compile_cache_skips_the_warm_up_it_already_did(tmp_path: Path):

@@ -58,10 +58,14 @@ class TimingSettings:
     # time (the two sides together) has run; none of it is kept (samplers.warm_up).
     warmup_ms: float = 25.0
     cold: bool = True  # flush L2 before every sample; False: "hot", the cache keeps what the last call left
-    # "events": events queued per batch, one synchronisation per batch; each batch also takes one
-    # audit sample per side closed by a device-wide synchronisation, which exposes work left on
-    # other streams. "device": every sample is closed by a device-wide synchronisation.
+    # "events": events queued per batch, one synchronisation per batch; batches also take an audit
+    # sample of one side closed by a device-wide synchronisation, which exposes work left on other
+    # streams. "device": every sample is closed by a device-wide synchronisation.
     sync: str = "events"
+    # With "events": the first two batches each audit one side, each later batch one with this chance
+    # (drawn from the seed). Every audit is one more call in the turn, unmeasured: 2.5% of a long kernel's
+    # measured time when every batch audited (BENCHMARKS.md, fourteenth session). 1: every batch.
+    audit_share: float = 0.25
     graphs: bool = False  # replay each side as a captured CUDA graph (no launch overhead); GPU only
     input_sets: int = 3  # timed calls rotate among this many input sets (caching by pointer fails)
     # The timed call at this many placements: input sets and outputs at other addresses each, batches

@@ -17,10 +17,11 @@ it whole) and the one taken during it. A batch slowed by heat or a hardware slow
 away with the batch queued behind it, and taken again once the slowdown has cleared (the GPU idles
 up to ``cooldown_s`` for that; a measurement that keeps no batch raises ``GpuThrottled``: the
 GPU's failure, not the candidate's). Power-capped batches are counted, and thrown away too with
-``discard_power_capped``. Each kept sample records its SM clock. Each batch also
-ends with one audit call of a side chosen at random, closed by a device-wide synchronisation:
-the gap between the audited and the event-timed medians exposes work left running on another
-stream (``sync_gap_ms``; judged in ``integrity.py``). ``sync="device"`` closes every sample that
+``discard_power_capped``. Each kept sample records its SM clock. A batch may also end
+with one audit call of one side, closed by a device-wide synchronisation: the first two batches
+(one side each, the first drawn at random), then a share of the later ones (``audit_share``,
+drawn from the seed), the sides alternating. The gap between the audited and the event-timed
+medians exposes work left running on another stream (``sync_gap_ms``; judged in ``integrity.py``). ``sync="device"`` closes every sample that
 way; ``graphs=True`` replays each side as a CUDA graph, keeping launch overhead out.
 
 Where the inputs and outputs lie in memory moves some kernels' times by more than the noise of one
@@ -100,6 +101,8 @@ def measure_pair(
     cooled = 0.0
     power_capped = 0
     first_audited = rng.randrange(2)
+    audit_draws = random.Random(f"{seed}-audits")
+    audits_taken = 0
     launched = 0
     order_log = []
     stop_reason = "max_samples"
@@ -126,8 +129,12 @@ def measure_pair(
                 pair = list(sides)
                 rng.shuffle(pair)
                 order.extend(pair)
-            # Each batch audits one side; the sides alternate from a random start, so both are audited.
-            audited = sides[(first_audited + launched) % 2] if auditing else None
+            # The first two batches audit one side each, from a random start; later ones one side, alternating,
+            # where a draw under ``audit_share`` says so (its own generator: the order above stays the seed's).
+            audited = None
+            if auditing and (launched <= 2 or audit_draws.random() < settings.audit_share):
+                audited = sides[(first_audited + audits_taken) % 2]
+                audits_taken += 1
             placement = (launched - 1) % len(placements)
             calls = placements[placement]
             launched_at = time.time()
@@ -261,7 +268,7 @@ def _likely_enough(
         return False
     extra = len(pending.order) // 2
     noise *= math.sqrt(n / (n + extra))
-    audited = {side for side, values in audits.items() if values} | {pending.audited}
+    audited = {side for side, values in audits.items() if values} | ({pending.audited} - {None})
     shortest = min(sum(values) * (n + extra) / n for values in samples.values())
     return _enough(n + extra, noise, (not auditing or audited >= set(audits)) and all_placed, shortest, settings)
 
