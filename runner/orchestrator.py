@@ -269,7 +269,10 @@ class Orchestrator:
             )
             write_json_atomic(job_dir / OUT_DIR / RESULT_FILE, result.to_dict())
             return job_dir, result
+        # When the slot got to each step (epoch seconds), for where a slot's time goes (``runner.bench duty``).
+        slot = {"taken": time.time()}
         job_dir = self._prepare_job(evaluation)
+        slot["prepared"] = time.time()
         gate = None
         if lane.index is not None:
             gate = health_gate(
@@ -285,8 +288,9 @@ class Orchestrator:
                     )
                 self.console.print(f"[yellow]GPU {lane.index} health gate: {problems} (proceeding, recorded)")
         before = gate.reading if gate else lane.reading
+        slot["gated"] = time.time()
         admission = self._admissions.get(lane.index)
-        outcome, result, admitted = self._run_admitted(job_dir, evaluation, lane, admission)
+        outcome, result, admitted = self._run_admitted(job_dir, evaluation, lane, admission, slot=slot)
         if admission is not None and (result.verdict.status, result.verdict.reason) == ("infra_error", RETRY_REASON):
             # Out of memory because the others in flight held it: once more, when half the GPU is free.
             first = {"verdict": asdict(result.verdict), "admission": admitted, "records": FIRST_TRY_DIR}
@@ -294,16 +298,18 @@ class Orchestrator:
             (job_dir / OUT_DIR).rename(job_dir / FIRST_TRY_DIR)
             (job_dir / OUT_DIR).mkdir()
             outcome, result, admitted = self._run_admitted(
-                job_dir, evaluation, lane, admission, admission.retry_needs()
+                job_dir, evaluation, lane, admission, admission.retry_needs(), slot
             )
             admitted["first_try"] = first
+        slot["collected"] = time.time()
         after = read_gpu(lane.index) if lane.index is not None else before
+        slot["read_after"] = time.time()
         if admitted:
             result.environment["memory_admission"] = admitted
         result.environment["executor"] = self.executor.environment()
         result.environment["gpu_before"] = before
         result.environment["gpu_after"] = after
-        result.environment["lane"] = {"gpu": lane.index, "lock": lane.lock_key, "in_flight": s.in_flight}
+        result.environment["lane"] = {"gpu": lane.index, "lock": lane.lock_key, "in_flight": s.in_flight, "slot": slot}
         if gate:
             result.environment["health_gate"] = {
                 "ok": gate.ok,
@@ -322,11 +328,17 @@ class Orchestrator:
         write_json_atomic(job_dir / OUT_DIR / RESULT_FILE, result.to_dict())
         return job_dir, result
 
-    def _run_admitted(self, job_dir: Path, evaluation: Evaluation, lane: Lane, admission, needed: int | None = None):
-        """The evaluation in its sandbox, started once the GPU's memory admits it (``memory_admission.py``)."""
+    def _run_admitted(
+        self, job_dir: Path, evaluation: Evaluation, lane: Lane, admission, needed: int | None = None, slot=None
+    ):
+        """The evaluation in its sandbox, started once the GPU's memory admits it (``memory_admission.py``);
+        ``slot`` gets when it was admitted and when the sandbox ended."""
         record: dict = {}
+        slot = {} if slot is None else slot
         with admission.admitted(needed, record) if admission is not None else nullcontext(), self._running(lane):
+            slot["admitted"] = time.time()
             outcome = self.executor.run(job_dir, lane.gpu_id)
+            slot["ran"] = time.time()
         return outcome, self._collect(job_dir, evaluation, outcome), record
 
     @contextmanager

@@ -209,8 +209,12 @@ class LocalExecutor:
 
         with self._pool.running(sandbox):
             if not cold:
+                began = time.perf_counter()
                 refill()
-                return sandbox.run(job_dir)
+                spares_s = time.perf_counter() - began
+                outcome = sandbox.run(job_dir)
+                outcome.environment["spares_started_s"] = round(spares_s, 4)  # before the job was handed over
+                return outcome
             try:
                 return sandbox.run(job_dir, on_started=refill)
             finally:
