@@ -86,11 +86,11 @@ def test_check_kernels_have_a_cache_of_their_own(tmp_path, monkeypatch):
 
     monkeypatch.setenv("TRITON_CACHE_DIR", "/candidates")
     monkeypatch.setenv(CHECKS_CACHE_ENV, "/checks")
-    with fused_checks._own_cache():
+    with fused_checks.checks_cache():
         assert os.environ["TRITON_CACHE_DIR"] == "/checks"
     assert os.environ["TRITON_CACHE_DIR"] == "/candidates"
     monkeypatch.delenv("TRITON_CACHE_DIR")
-    with pytest.raises(RuntimeError), fused_checks._own_cache():
+    with pytest.raises(RuntimeError), fused_checks.checks_cache():
         raise RuntimeError("a failing compile")
     assert "TRITON_CACHE_DIR" not in os.environ  # restored to unset, even after an error
 

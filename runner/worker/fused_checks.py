@@ -21,9 +21,13 @@ without touching the GPU (a spare's head start, ``prewarm.py``); elsewhere the P
 The kernels are compiled into and loaded from their own directory, ``KBENCH_CHECKS_CACHE`` (set by the
 executors: ``checks/`` beside the run's compile caches for ``local``, the container's private ``/tmp`` for ``docker``),
 never the candidates' Triton cache: a candidate that wrote into its compile cache (shared by the
-evaluations of a run) could otherwise replace the kernels that judge the ones after it. The per-call
-integrity checks' kernels (``fused_integrity.py``) follow the same rules through ``_own_cache`` and
-``warm_variants``.
+evaluations of a run) could otherwise replace the kernels that judge the ones after it.
+
+Besides the output checks, this module owns what the per-call integrity checks' kernels
+(``fused_integrity.py``) share with them, so that both follow the same rules: ``kernels_module`` (the
+Triton kernels, or None without Triton), ``checks_cache`` (Triton's cache is the checks' own while a
+check kernel compiles or loads), ``warm_variants`` (the host-only compile of a ``prepare``) and
+``failed_variants`` (the one verdict on whether a ``prepare`` compiled every variant).
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ def available(tensor: torch.Tensor) -> bool:
 
 
 @functools.cache
-def _kernels():
+def kernels_module():
     """The kernels' module, or None where Triton cannot be imported (the PyTorch paths serve)."""
     try:
         from runner.worker import fused_kernels
@@ -82,8 +86,8 @@ def compare_counts(
     if n:
         tolerance = torch.tensor([atol, rtol, TINY], dtype=torch.float64).to(ref.device, non_blocking=False)
         grid = (-(-n // _BLOCK),)
-        with _own_cache():
-            _kernels().compare_kernel[grid](
+        with checks_cache():
+            kernels_module().compare_kernel[grid](
                 ref_flat, got_flat, n, tolerance, out, WORK_FP64=_works_in_fp64(ref.dtype), BLOCK=_BLOCK, **_ROUNDING
             )
     nan_mismatch, inf_mismatch, outside, max_abs, max_rel = out.tolist()
@@ -102,10 +106,10 @@ def squared_sums(value: torch.Tensor, reference: torch.Tensor) -> tuple[float, f
         else torch.zeros(2, dtype=torch.float64).to(r.device)
     )
     out = torch.empty(2, dtype=torch.float64, device=r.device)
-    with _own_cache():
+    with checks_cache():
         if n:
-            _kernels().squared_sums_kernel[(blocks,)](v, r, n, partial, BLOCK=_BLOCK, **_ROUNDING)
-        _kernels().sum_pairs_kernel[(1,)](partial, blocks, out, BLOCK=_BLOCK, **_ROUNDING)
+            kernels_module().squared_sums_kernel[(blocks,)](v, r, n, partial, BLOCK=_BLOCK, **_ROUNDING)
+        kernels_module().sum_pairs_kernel[(1,)](partial, blocks, out, BLOCK=_BLOCK, **_ROUNDING)
     squared_error, squared_norm = out.tolist()
     return squared_error, squared_norm
 
@@ -115,7 +119,7 @@ def prepare() -> dict:
     comparison for each floating dtype, the float64 error of float32 and float64 values. Returns
     ``{variant: seconds}``; a variant that fails is recorded, never raised, and leaves this process on
     the PyTorch paths (``available`` is true only once every variant compiled)."""
-    kernels = _kernels()
+    kernels = kernels_module()
     if kernels is None or not torch.cuda.is_available():
         return {"not done": "no Triton or no CUDA device"}
     options = {"BLOCK": _BLOCK, **_ROUNDING}
@@ -140,7 +144,7 @@ def prepare() -> dict:
     variants.append(("sum pairs", kernels.sum_pairs_kernel, (torch.float64, 2, torch.float64), options))
     done = warm_variants(variants)
     global _prepared
-    _prepared = all(isinstance(seconds, float) for seconds in done.values())
+    _prepared = not failed_variants(done)
     return done
 
 
@@ -152,13 +156,19 @@ def warm_variants(variants: list) -> dict:
     for name, kernel, args, options in variants:
         started = time.perf_counter()
         try:
-            with _own_cache():
+            with checks_cache():
                 kernel.warmup(*args, **options, grid=(1,))
         except Exception as exc:
             done[name] = f"not done: {type(exc).__name__}: {exc}"[:200]
             continue
         done[name] = round(time.perf_counter() - started, 4)
     return done
+
+
+def failed_variants(done: dict) -> dict:
+    """The entries of ``done`` (a ``prepare``'s ``{variant: seconds}``) that are not seconds, ``{name: why}``:
+    empty only where every variant compiled."""
+    return {name: why for name, why in done.items() if not isinstance(why, float)}
 
 
 def _works_in_fp64(dtype: torch.dtype) -> bool:
@@ -168,7 +178,7 @@ def _works_in_fp64(dtype: torch.dtype) -> bool:
 
 
 @contextmanager
-def _own_cache():
+def checks_cache():
     """Triton's cache directory is ``KBENCH_CHECKS_CACHE`` while a check kernel compiles or loads (Triton
     reads ``TRITON_CACHE_DIR`` at each compile); unchanged where the variable is not set."""
     where = os.environ.get(CHECKS_CACHE_ENV)

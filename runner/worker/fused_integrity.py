@@ -28,15 +28,16 @@ specialises a pointer on that; the prepared variants assume it, so another addre
 job) in a process whose ``prepare()`` compiled every variant ahead of its job, host only (a spare's
 head start, ``prewarm.py``). Unprepared, the first call would pay Triton's start-up inside the job,
 more than PyTorch's ops cost (``fused_checks.py``); such a process, and any CPU run, keeps the PyTorch
-paths. Compiled into and loaded from the checks' own cache (``fused_checks._own_cache``,
-``KBENCH_CHECKS_CACHE``), never the candidates' Triton cache.
+paths. Compiled into and loaded from the checks' own cache (``KBENCH_CHECKS_CACHE``), never the
+candidates' Triton cache, through what ``fused_checks`` owns for both kernel modules: ``kernels_module``,
+``checks_cache``, ``warm_variants`` and ``failed_variants``.
 """
 
 from __future__ import annotations
 
 import torch
 
-from runner.worker.fused_checks import _kernels, _own_cache, warm_variants
+from runner.worker.fused_checks import checks_cache, failed_variants, kernels_module, warm_variants
 
 _BYTES_BLOCK = 4096  # bytes compared by one program: 32 a thread at 4 warps, two 16-byte loads of each buffer
 _WORDS_BLOCK = 1024  # words written by one program
@@ -73,8 +74,8 @@ def differing_bytes(now: torch.Tensor, before: torch.Tensor) -> int:
     # Zeroed on the host and copied over: no fill kernel.
     out = torch.zeros(1, dtype=torch.int64).to(now.device)
     if n:
-        with _own_cache():
-            _kernels().differing_bytes_kernel[(-(-n // _BYTES_BLOCK),)](now, before, n, out, BLOCK=_BYTES_BLOCK)
+        with checks_cache():
+            kernels_module().differing_bytes_kernel[(-(-n // _BYTES_BLOCK),)](now, before, n, out, BLOCK=_BYTES_BLOCK)
     return int(out.item())
 
 
@@ -85,15 +86,15 @@ def fill(block: torch.Tensor, value: float | bool | int) -> None:
     n = words.numel()
     if n:
         even, odd = _pattern(block.dtype, value)
-        with _own_cache():
-            _kernels().fill_words_kernel[(-(-n // _WORDS_BLOCK),)](words, n, even, odd, BLOCK=_WORDS_BLOCK)
+        with checks_cache():
+            kernels_module().fill_words_kernel[(-(-n // _WORDS_BLOCK),)](words, n, even, odd, BLOCK=_WORDS_BLOCK)
 
 
 def prepare() -> dict:
     """Compile (or load from the checks' own cache) the differing-bytes count and the fill for each word
     size, host only. Returns ``{variant: seconds}``; one that fails is recorded, never raised, and leaves
     this process on the PyTorch paths (``available`` is true only once every variant compiled)."""
-    kernels = _kernels()
+    kernels = kernels_module()
     if kernels is None or not torch.cuda.is_available():
         return {"not done": "no Triton or no CUDA device"}
     variants = [
@@ -110,7 +111,7 @@ def prepare() -> dict:
     ]
     done = warm_variants(variants)
     global _prepared
-    _prepared = all(isinstance(seconds, float) for seconds in done.values())
+    _prepared = not failed_variants(done)
     return done
 
 
