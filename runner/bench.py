@@ -119,7 +119,45 @@ def duty(run_dir: Path) -> dict:
         # From each lane's first window to its last, summed: in a run made in one go, the lanes' wall
         # time minus this is its start and end, so the rest of ``no_device_work`` lies between windows.
         "first_to_last_window_s": spans,
+        "slot_parts_s": slot_parts(results),
     }
+
+
+# The steps of an evaluation's slot (``environment.lane.slot``, runner/orchestrator.py), in order: each part
+# runs from its start mark to the next mark. The worker's own start and end come from the result.
+_SLOT_STEPS = (
+    ("prepare", "taken", "prepared"),
+    ("health_gate", "prepared", "gated"),
+    ("memory_admission", "gated", "admitted"),
+    ("worker_start", "admitted", "started_at"),
+    ("worker", "started_at", "finished_at"),
+    ("worker_end", "finished_at", "ran"),
+    ("collect", "ran", "read_after"),
+)
+
+
+def slot_parts(results) -> dict | None:
+    """Where the evaluations' slots (``executor.in_flight`` per lane) spent their time, summed over the
+    evaluations, in parts that add up to each slot's time from taking an evaluation to having read the GPU
+    after it: a slot waiting at the health gate or for memory holds no evaluation's work, and the lane runs
+    out of measurements to take when too many wait (BENCHMARKS.md, fifteenth session). A second try's
+    first (``first_try``) is a part of its own. Results never dispatched (no candidate) have no slot; None
+    where no result has one (runs from before the fifteenth session)."""
+    parts = dict.fromkeys([name for name, _, _ in _SLOT_STEPS] + ["first_try"], 0.0)
+    seen = False
+    for _, result in results:
+        slot = result.environment.get("lane", {}).get("slot")
+        if not slot or "read_after" not in slot:
+            continue
+        seen = True
+        marks = {**slot, "started_at": result.started_at, "finished_at": result.finished_at}
+        for name, start, end in _SLOT_STEPS:
+            parts[name] += marks[end] - marks[start]
+        first = slot.get("first_try")
+        if first:  # inside the admission step's span: its own part
+            parts["first_try"] += first["ran"] - first["admitted"]
+            parts["memory_admission"] -= first["ran"] - first["admitted"]
+    return parts if seen else None
 
 
 def _overlapping(intervals: list[tuple[float, float]]) -> int:

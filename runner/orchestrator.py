@@ -297,6 +297,7 @@ class Orchestrator:
             shutil.rmtree(job_dir / FIRST_TRY_DIR, ignore_errors=True)
             (job_dir / OUT_DIR).rename(job_dir / FIRST_TRY_DIR)
             (job_dir / OUT_DIR).mkdir()
+            slot["first_try"] = {"admitted": slot["admitted"], "ran": slot["ran"]}
             outcome, result, admitted = self._run_admitted(
                 job_dir, evaluation, lane, admission, admission.retry_needs(), slot
             )

@@ -215,3 +215,28 @@ def test_disturbed_batches_are_found_and_checked_against_other_workers_device_wo
     paths[0].write_text(json.dumps(results[0]))
     paths[1].write_text(json.dumps(results[1]))
     assert disturbances(run)["near"]["cuda_context"]["all"] == 0
+
+
+def test_slot_parts_add_up_to_each_slots_time(two_passes, tmp_path: Path):
+    """Where the slots' time went: every part from a real run's marks, adding up to each slot's time from
+    taking its evaluation to reading the GPU after it; a second try's first is a part of its own."""
+    run, paths = _copy_of(two_passes[0], tmp_path)
+    results = [json.loads(path.read_text()) for path in paths]
+    slots = [result["environment"]["lane"]["slot"] for result in results]
+    total = sum(slot["read_after"] - slot["taken"] for slot in slots)
+    parts = duty(run)["slot_parts_s"]
+    assert set(parts) == {
+        "prepare", "health_gate", "memory_admission", "worker_start", "worker", "worker_end", "collect", "first_try"
+    }  # fmt: skip
+    assert all(seconds >= 0 for seconds in parts.values()) and parts["first_try"] == 0
+    assert sum(parts.values()) == pytest.approx(total)
+    assert parts["worker"] == pytest.approx(sum(r["finished_at"] - r["started_at"] for r in results))
+    # The first result as a second try: its first try ran for 1.5 s of what was its admission step.
+    slot = slots[0]
+    slot["gated"] -= 2.0
+    slot["first_try"] = {"admitted": slot["gated"] + 0.25, "ran": slot["gated"] + 1.75}
+    paths[0].write_text(json.dumps(results[0]))
+    again = duty(run)["slot_parts_s"]
+    assert again["first_try"] == pytest.approx(1.5)
+    assert again["memory_admission"] == pytest.approx(parts["memory_admission"] + 0.5)
+    assert sum(again.values()) == pytest.approx(total)  # the gate's step shortened by the 2 s moved

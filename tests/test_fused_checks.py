@@ -123,3 +123,12 @@ def check_prepare_fills_its_own_cache(tmp_path) -> None:
     assert len(variants) == 7 and all(isinstance(seconds, float) for seconds in variants.values()), variants
     assert list(checks.rglob("*.cubin"))
     assert not list(candidates.rglob("*.cubin"))
+
+
+def test_failed_variants_are_the_ones_not_timed():
+    """The one verdict on a ``prepare``: every variant compiled only where each has its seconds."""
+    from runner.worker.fused_checks import failed_variants
+
+    assert failed_variants({"compare float32": 0.12, "sum pairs": 0.03}) == {}
+    failed = {"not done": "no Triton or no CUDA device"}
+    assert failed_variants({"compare float32": 0.12, **failed}) == failed
