@@ -311,15 +311,19 @@ def test_the_warm_up_runs_both_sides_in_turn_and_shares_its_time():
 
 class _AuditingHostSampler:
     """``CudaSampler``'s interface on the host clock, audit calls included (test double at the GPU boundary:
-    no GPU here). Counts the calls it runs."""
+    no GPU here). ``slowed`` picks the audits (by their order, from 0) that something else slows by 30 ms,
+    as on the H100; a call marked ``leaves_work`` is slowed in every audit, as work left on another stream
+    would be."""
 
     clock = "host_perf_counter"
     flushes = False
+    slowed: frozenset = frozenset()
 
     def __init__(self, *_) -> None:
         from runner.worker.samplers import HostSampler
 
         self._host = HostSampler()
+        self._audits = 0
 
     def launch(self, fns) -> dict:
         return {"times": self._host.launch(fns), "audit": None}
@@ -327,42 +331,66 @@ class _AuditingHostSampler:
     def close(self, handle: dict, audit=None) -> None:
         if audit is not None:
             handle["audit"] = self._host.launch([audit])[0]
+            if self._audits in self.slowed or getattr(audit, "leaves_work", False):
+                handle["audit"] += 30.0
+            self._audits += 1
 
     def times(self, handle: dict):
         return handle["times"], handle["audit"]
 
 
-@pytest.mark.parametrize("share", [0.25, 1.0])
-def test_audit_calls_the_first_two_batches_then_the_share_drawn_from_the_seed(monkeypatch, share):
-    """Both sides audited in the first two batches; later batches by the seed's draws (every batch with 1),
-    which leave the interleaved order as the seed made it."""
+def _measure_audited(monkeypatch, sampler, seed=7, candidate=None, **overrides):
     import torch
 
     from runner.worker import timing as timing_module
     from runner.worker.protocol import TimingSettings
 
-    monkeypatch.setattr(timing_module, "CudaSampler", _AuditingHostSampler)
+    monkeypatch.setattr(timing_module, "CudaSampler", sampler)
     monkeypatch.setattr(timing_module, "device_uuid", lambda device: None)
-    settings = TimingSettings(
-        min_samples=200, max_samples=200, batch=5, warmup_ms=0.0, target_noise=0.0, audit_share=share
-    )
+    options = dict(min_samples=200, max_samples=200, batch=5, warmup_ms=0.0, target_noise=0.0)
+    settings = TimingSettings(**{**options, **overrides})
+    candidate = candidate or (lambda: None)
+    return timing_module.measure_pair(lambda: None, candidate, torch.device("cuda"), settings, "small", seed)
 
-    def measure(seed):
-        return timing_module.measure_pair(lambda: None, lambda: None, torch.device("cuda"), settings, "small", seed)
 
-    timing, raw = measure(7)
+@pytest.mark.parametrize("share", [0.25, 1.0])
+def test_audits_three_per_side_then_the_share_drawn_from_the_seed(monkeypatch, share):
+    """Three audits of each side first, then later batches by the seed's draws (every batch with 1), which
+    leave the interleaved order as the seed made it."""
+    from runner.worker.timing import MIN_AUDITS
+
+    timing, raw = _measure_audited(monkeypatch, _AuditingHostSampler, audit_share=share)
     batches = 200 // 5
     audits = {side: len(values) for side, values in raw["sync_audit"].items()}
-    assert audits["reference"] >= 1 and audits["candidate"] >= 1
+    assert min(audits.values()) >= MIN_AUDITS
     assert abs(audits["reference"] - audits["candidate"]) <= 1  # the sides alternate
     if share == 1.0:
         assert sum(audits.values()) == batches
     else:
-        assert 2 < sum(audits.values()) < batches / 2
-        assert {side: len(v) for side, v in measure(7)[1]["sync_audit"].items()} == audits  # the seed decides
-    every_batch = TimingSettings(**{**settings.__dict__, "audit_share": 1.0})
-    _, audited_always = timing_module.measure_pair(
-        lambda: None, lambda: None, torch.device("cuda"), every_batch, "small", 7
-    )
+        assert 2 * MIN_AUDITS < sum(audits.values()) < batches / 2
+        again = _measure_audited(monkeypatch, _AuditingHostSampler, audit_share=share)[1]
+        assert {side: len(v) for side, v in again["sync_audit"].items()} == audits  # the seed decides
+    audited_always = _measure_audited(monkeypatch, _AuditingHostSampler, audit_share=1.0)[1]
     assert raw["order"] == audited_always["order"]
     assert timing.sync_gap_ms.keys() == {"reference", "candidate"}
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_one_slowed_audit_is_no_evidence_but_work_left_in_every_audit_is(monkeypatch, which):
+    """H100, a reference timed against itself: one audit of 28.2 ms for a 3.5 ms call was the candidate
+    side's only one, and flagged it ``unjoined_stream_work``. A side's first audit slowed (either side) now
+    moves no median; a call slowed in every audit is still flagged."""
+
+    class OneSlowed(_AuditingHostSampler):
+        slowed = frozenset({which})
+
+    timing, raw = _measure_audited(monkeypatch, OneSlowed, audit_share=0.25, min_samples=40, max_samples=40)
+    assert sum(audit > 30.0 for values in raw["sync_audit"].values() for audit in values) == 1
+    assert unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms) is None
+
+    def leaves_work():
+        return None
+
+    leaves_work.leaves_work = True
+    timing, _ = _measure_audited(monkeypatch, _AuditingHostSampler, candidate=leaves_work, audit_share=0.25)
+    assert "work on another stream was not timed" in unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms)

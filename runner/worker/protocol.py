@@ -62,9 +62,10 @@ class TimingSettings:
     # sample of one side closed by a device-wide synchronisation, which exposes work left on other
     # streams. "device": every sample is closed by a device-wide synchronisation.
     sync: str = "events"
-    # With "events": the first two batches each audit one side, each later batch one with this chance
-    # (drawn from the seed). Every audit is one more call in the turn, unmeasured: 2.5% of a long kernel's
-    # measured time when every batch audited (BENCHMARKS.md, fourteenth session). 1: every batch.
+    # With "events": batches audit until each side has three audits (timing.MIN_AUDITS), then each later
+    # batch one side with this chance (drawn from the seed). Every audit is one more call in the turn,
+    # unmeasured: 2.5% of a long kernel's measured time when every batch audited (BENCHMARKS.md,
+    # fourteenth session). 1: every batch.
     audit_share: float = 0.25
     graphs: bool = False  # replay each side as a captured CUDA graph (no launch overhead); GPU only
     input_sets: int = 3  # timed calls rotate among this many input sets (caching by pointer fails)

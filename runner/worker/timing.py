@@ -18,9 +18,13 @@ away with the batch queued behind it, and taken again once the slowdown has clea
 up to ``cooldown_s`` for that; a measurement that keeps no batch raises ``GpuThrottled``: the
 GPU's failure, not the candidate's). Power-capped batches are counted, and thrown away too with
 ``discard_power_capped``. Each kept sample records its SM clock. A batch may also end
-with one audit call of one side, closed by a device-wide synchronisation: the first two batches
-(one side each, the first drawn at random), then a share of the later ones (``audit_share``,
-drawn from the seed), the sides alternating. The gap between the audited and the event-timed
+with one audit call of one side, closed by a device-wide synchronisation: while a side has fewer
+than ``MIN_AUDITS`` kept, every batch audits the side with fewer (the first drawn at random), then a
+share of the later batches (``audit_share``, drawn from the seed), the sides alternating; the noise
+target stops nothing before each side has ``MIN_AUDITS``. One audit alone can be slowed by something
+else: a reference measured against itself on the H100 had one audit of 28.2 ms for a 3.5 ms call, and
+with that audit its only one the candidate side was flagged (BENCHMARKS.md, fifteenth session); the
+median of three is not moved by one. The gap between the audited and the event-timed
 medians exposes work left running on another stream (``sync_gap_ms``; judged in ``integrity.py``). ``sync="device"`` closes every sample that
 way; ``graphs=True`` replays each side as a CUDA graph, keeping launch overhead out.
 
@@ -129,12 +133,19 @@ def measure_pair(
                 pair = list(sides)
                 rng.shuffle(pair)
                 order.extend(pair)
-            # The first two batches audit one side each, from a random start; later ones one side, alternating,
-            # where a draw under ``audit_share`` says so (its own generator: the order above stays the seed's).
+            # The side with fewer audits kept while one has fewer than MIN_AUDITS (queued ones counted), from a
+            # random start; then one side, alternating, where a draw under ``audit_share`` says so (its own
+            # generator: the order above stays the seed's).
             audited = None
-            if auditing and (launched <= 2 or audit_draws.random() < settings.audit_share):
-                audited = sides[(first_audited + audits_taken) % 2]
-                audits_taken += 1
+            if auditing:
+                owed = {side: len(audits[side]) + (pending is not None and pending.audited == side) for side in sides}
+                if min(owed.values()) < MIN_AUDITS:
+                    audited = min(
+                        sides, key=lambda side: (owed[side], side != sides[(first_audited + audits_taken) % 2])
+                    )
+                elif audit_draws.random() < settings.audit_share:
+                    audited = sides[(first_audited + audits_taken) % 2]
+                audits_taken += audited is not None
             placement = (launched - 1) % len(placements)
             calls = placements[placement]
             launched_at = time.time()
@@ -186,7 +197,7 @@ def measure_pair(
             n = len(samples["reference"])
             noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
             # Every placement sampled, like both sides audited, before the noise target may stop the sampling.
-            covered = (not auditing or all(audits.values())) and len(placed) >= len(placements)
+            covered = (not auditing or _audited_enough(audits)) and len(placed) >= len(placements)
             if stopping:
                 pass  # a batch queued before the stop, kept
             elif _enough(n, noise, covered, min(sum(samples[side]) for side in sides), settings):
@@ -246,6 +257,15 @@ def measure_pair(
     return timing, raw
 
 
+# Audit calls kept per side before the noise target may stop the sampling: the gap is judged on their median.
+MIN_AUDITS = 3
+
+
+def _audited_enough(audits: dict) -> bool:
+    """Whether each side has ``MIN_AUDITS`` audits (lists of their times, or their counts)."""
+    return all((values if isinstance(values, int) else len(values)) >= MIN_AUDITS for values in audits.values())
+
+
 def _enough(n: int, noise: float, covered: bool, shortest_side_ms: float, settings: TimingSettings) -> bool:
     """The noise target's stopping rule: enough samples, quiet enough, both sides audited and every placement
     sampled (``covered``), long enough."""
@@ -268,9 +288,9 @@ def _likely_enough(
         return False
     extra = len(pending.order) // 2
     noise *= math.sqrt(n / (n + extra))
-    audited = {side for side, values in audits.items() if values} | ({pending.audited} - {None})
+    audited = {side: len(values) + (pending.audited == side) for side, values in audits.items()}
     shortest = min(sum(values) * (n + extra) / n for values in samples.values())
-    return _enough(n + extra, noise, (not auditing or audited >= set(audits)) and all_placed, shortest, settings)
+    return _enough(n + extra, noise, (not auditing or _audited_enough(audited)) and all_placed, shortest, settings)
 
 
 def _placement_spread(samples: dict, placed: list[int], batch: int) -> tuple[float | None, float | None]:
