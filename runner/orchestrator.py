@@ -368,13 +368,49 @@ class Orchestrator:
             lanes.append(Lane(index, lane_gpu_id(index, reading), reading))
         return lanes
 
-    def _chunks(self, todo: list[Evaluation]) -> list[list[Evaluation]]:
-        """With a compile warm-up, chunks of ``4 × warmup_workers`` (a run stopped midway loses at most
-        one chunk of warm-up); without, the whole sweep (nothing drains the pipeline midway)."""
+    def _chunks(self, todo: list[Evaluation], lanes: list[Lane]) -> list[list[Evaluation]]:
+        """The sweeps, each after its compile warm-up: chunks of ``4 × warmup_workers`` (a run stopped midway
+        loses at most one chunk of warm-up), joined to the one before where one of the two has nothing to
+        warm up, so a sweep warms up at most one chunk's candidates, before it starts. Each
+        chunk's end drains the pipeline (its last evaluations run with fewer in flight, the next chunk's
+        start together): on the H100 a reference pass drained every 32 evaluations, six times for nothing,
+        before warm-up-free chunks were joined (BENCHMARKS.md, fifteenth session). Without a warm-up, one
+        sweep."""
         if self.warmup_executor is None or self.settings.warmup_workers < 1:
             return [todo] if todo else []
         size = max(1, 4 * self.settings.warmup_workers)
-        return [todo[i : i + size] for i in range(0, len(todo), size)]
+        chunks: list[list[Evaluation]] = []
+        warms: list[bool] = []  # whether each chunk has candidates to warm up
+        for start in range(0, len(todo), size):
+            chunk = todo[start : start + size]
+            targets = bool(self._warmup_targets(chunk, lanes))
+            if chunks and not (targets and warms[-1]):
+                chunks[-1].extend(chunk)
+                warms[-1] = warms[-1] or targets
+            else:
+                chunks.append(chunk)
+                warms.append(targets)
+        return chunks
+
+    def _warmup_targets(self, todo: list[Evaluation], lanes: list[Lane]) -> list[Evaluation]:
+        """The evaluations of ``todo`` whose candidates the compile warm-up would run: not the reference's,
+        and not already warmed on this GPU (the cache's ledger)."""
+        if self.warmup_executor is None or self.settings.warmup_workers < 1:
+            return []
+        ledger = self._warmup_ledger(lanes)
+        return [
+            e
+            for e in todo
+            if e.candidate is not None
+            and self.settings.methods[e.method]["kind"] != "reference"
+            and not ledger.has(e.task.content_hash, e.candidate.content_hash)
+        ]
+
+    def _warmup_ledger(self, lanes: list[Lane]) -> _WarmupLedger:
+        return _WarmupLedger(
+            self.warmup_executor.settings.cache_dir,
+            "-".join([lanes[0].reading.get("name") or self.settings.device, *self.settings.check_shapes]),
+        )
 
     def _warm_up(self, todo: list[Evaluation], lanes: list[Lane]) -> None:
         """Compile warm-up: run non-reference candidates once, in parallel, to fill the compile caches.
@@ -386,19 +422,7 @@ class Orchestrator:
         at once. A cache entry gone missing costs only time: the evaluation compiles for itself.
         """
         workers = self.settings.warmup_workers
-        if self.warmup_executor is None or workers < 1:
-            return
-        ledger = _WarmupLedger(
-            self.warmup_executor.settings.cache_dir,
-            "-".join([lanes[0].reading.get("name") or self.settings.device, *self.settings.check_shapes]),
-        )
-        targets = [
-            e
-            for e in todo
-            if e.candidate is not None
-            and self.settings.methods[e.method]["kind"] != "reference"
-            and not ledger.has(e.task.content_hash, e.candidate.content_hash)
-        ]
+        targets = self._warmup_targets(todo, lanes)
         if not targets:
             return
         gpu_id = lanes[0].gpu_id
@@ -410,7 +434,7 @@ class Orchestrator:
                 outcomes = list(
                     pool.map(lambda e: self.warmup_executor.run(self._prepare_job(e, root, "warmup"), gpu_id), targets)
                 )
-        ledger.add(
+        self._warmup_ledger(lanes).add(
             [(e.task.content_hash, e.candidate.content_hash) for e, o in zip(targets, outcomes) if o.exit_code == 0]
         )
         shutil.rmtree(root, ignore_errors=True)
@@ -488,7 +512,7 @@ class Orchestrator:
                 # Always in the same order: two runs asking for the same GPUs cannot each hold one and wait.
                 for lane in sorted(lanes, key=lambda lane: lane.lock_key):
                     held.enter_context(device_lock(lane.lock_key, str(self.run_dir.path), on_wait=self._waiting))
-                for chunk in self._chunks(todo):
+                for chunk in self._chunks(todo, lanes):
                     self._warm_up(chunk, lanes)
                     self._sweep(chunk, lanes, progress, parent_run_id)
 

@@ -320,3 +320,67 @@ def test_the_first_evaluation_gets_its_worker_before_the_spares(tmp_path: Path):
         assert marker_seen == [False, True, True, True] and len(executor.own_pids()) == 2
     finally:
         executor.close()
+
+
+def test_chunks_only_where_the_compile_warm_up_has_work(tmp_path: Path, monkeypatch):
+    """A chunk's end drains the pipeline, so the sweep is cut into chunks (of 4 × warmup_workers) only
+    where a chunk has candidates to warm up: the reference's evaluations, and a second pass whose
+    candidates the ledger lists, run as one sweep. The sweeps and warm-ups are recorded, not run."""
+    from rich.console import Console
+
+    from runner import orchestrator as orch
+    from runner.configure import compose_config, to_settings
+    from runner.executors.base import ExecutorSettings
+    from runner.executors.local import LocalExecutor
+    from runner.paths import SUITES_DIR, TASKS_DIR
+    from runner.rundir import open_run_dir
+    from runner.tasks.suites import SuiteSelection, resolve_suite
+
+    names = [f"{i}_t{i}" for i in range(1, 10)]
+    suite = make_kernelbench_dir(tmp_path / "kb", names)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    settings = to_settings(
+        compose_config(
+            [
+                "suite=kernelbench",
+                f"suite.path={suite}",
+                "method=[reference,torch_compile]",
+                "executor.warmup_workers=1",
+            ]
+        )
+    )
+    settings.progress = False
+    tasks = resolve_suite(
+        SuiteSelection("kernelbench", "kernelbench", str(suite), (), (), (), None), TASKS_DIR, SUITES_DIR
+    )
+    evaluations = orch.plan(tasks, settings)
+    sweeps: list[list[str]] = []
+    warmed: list[int] = []
+    monkeypatch.setattr(orch.Orchestrator, "_sweep", lambda self, chunk, *_: sweeps.append([e.method for e in chunk]))
+    monkeypatch.setattr(
+        orch.Orchestrator, "_warm_up", lambda self, chunk, lanes: warmed.append(len(self._warmup_targets(chunk, lanes)))
+    )
+
+    def run(name):
+        sweeps.clear(), warmed.clear()
+        executor = LocalExecutor(ExecutorSettings(timeout_s=60, cache_dir=cache, prestart=0))
+        run_dir = open_run_dir(tmp_path / "runs", name, "cafe", resume=False)
+        runner = orch.Orchestrator(settings, run_dir, executor, None, Console(quiet=True), "test", executor)
+        try:
+            runner.run(evaluations, None)
+        finally:
+            executor.close()
+        return runner
+
+    runner = run("first")
+    # Nine reference evaluations, then nine torch_compile ones to warm up: chunks of four from the first
+    # chunk that holds any, the reference's three chunks joined into it.
+    assert [len(sweep) for sweep in sweeps] == [12, 4, 2] and warmed == [3, 4, 2]
+    assert sweeps[0] == ["reference"] * 9 + ["torch_compile"] * 3
+    # Every candidate warm in the ledger: one sweep.
+    runner._warmup_ledger(runner._lanes()).add(
+        [(e.task.content_hash, e.candidate.content_hash) for e in evaluations if e.method == "torch_compile"]
+    )
+    run("second")
+    assert [len(sweep) for sweep in sweeps] == [18] and warmed == [0]
