@@ -4,9 +4,11 @@ Plan: the suite's tasks × the configured methods give candidates (content-addre
 and one job directory per evaluation. Dispatch: the run holds the lock of each of its devices
 (``hardware.gpus``: one lane per GPU, the evaluations shared among them) for the whole sweep;
 per lane, ``executor.in_flight`` evaluations run at once, each passing the NVML health gate
-first (which waits out heat and throttling only while none of the others runs there) and starting once the GPU's memory admits it (``runner/gpu/memory_admission.py``, which also
-runs once more an evaluation the others' memory use ran out of memory); the device's token (``runner/worker/device_token.py``) lets their computing and
-checking share the GPU but gives each measurement the GPU alone, while process start,
+first (which waits out heat and throttling only while none of the others runs there) and
+starting once the GPU's memory admits it (``runner/gpu/memory_admission.py``, which also runs
+once more an evaluation the others' memory use ran out of memory); the device's token
+(``runner/worker/device_token.py``) lets their computing and checking share the GPU but gives
+each measurement the GPU alone, while process start,
 imports, the static screen, collection and logging overlap. Collect: read
 the worker's result, or decide the verdict from how the sandbox ended; journal it; mirror it to
 MLflow (all from the main thread). A journal makes the run resumable after Ctrl-C or SIGKILL:

@@ -20,13 +20,14 @@ GPU's failure, not the candidate's). Power-capped batches are counted, and throw
 ``discard_power_capped``. Each kept sample records its SM clock. A batch may also end
 with one audit call of one side, closed by a device-wide synchronisation: while a side has fewer
 than ``MIN_AUDITS`` kept, every batch audits the side with fewer (the first drawn at random), then a
-share of the later batches (``audit_share``, drawn from the seed), the sides alternating; the noise
-target stops nothing before each side has ``MIN_AUDITS``. One audit alone can be slowed by something
-else: a reference measured against itself on the H100 had one audit of 28.2 ms for a 3.5 ms call, and
-with that audit its only one the candidate side was flagged (BENCHMARKS.md, fifteenth session); the
-median of three is not moved by one. The gap between the audited and the event-timed
-medians exposes work left running on another stream (``sync_gap_ms``; judged in ``integrity.py``). ``sync="device"`` closes every sample that
-way; ``graphs=True`` replays each side as a CUDA graph, keeping launch overhead out.
+share of the later batches (``audit_share``, drawn from the seed), the sides alternating; neither the
+noise target nor the time cap stops the sampling before each side has ``MIN_AUDITS``. One audit alone
+can be slowed by something else: a reference measured against itself on the H100 had one audit of
+28.2 ms for a 3.5 ms call, and with that audit its only one the candidate side was flagged
+(BENCHMARKS.md, fifteenth session); the median of three is not moved by one. The gap between the
+audited and the event-timed medians exposes work left running on another stream (``sync_gap_ms``;
+judged in ``integrity.py``). ``sync="device"`` closes every sample that way; ``graphs=True`` replays
+each side as a CUDA graph, keeping launch overhead out.
 
 Where the inputs and outputs lie in memory moves some kernels' times by more than the noise of one
 placement (a transpose's speedup by up to 5% on the H100, where one measurement's ratio noise was
