@@ -5,7 +5,9 @@ NVML's reading is a test double (this machine has no GPU); the processes are rea
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -62,9 +64,9 @@ def child_and_grandchild():
     child = subprocess.Popen(
         [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen(['sleep', '30']); time.sleep(30)"]
     )
+    grandchildren: list[int] = []
     try:
         deadline = time.monotonic() + 10
-        grandchildren = []
         while not grandchildren and time.monotonic() < deadline:
             children = f"/proc/{child.pid}/task/{child.pid}/children"
             grandchildren = [int(pid) for pid in open(children).read().split()] if os.path.exists(children) else []
@@ -72,7 +74,9 @@ def child_and_grandchild():
         assert grandchildren, "the child started no process"
         yield child.pid, grandchildren[0]
     finally:
-        subprocess.run(["pkill", "-KILL", "-P", str(child.pid)], check=False)
+        for pid in grandchildren:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         child.kill()
         child.wait()
 
