@@ -363,7 +363,8 @@ def test_chunks_only_where_the_compile_warm_up_has_work(tmp_path: Path, monkeypa
     )
 
     def run(name):
-        sweeps.clear(), warmed.clear()
+        sweeps.clear()
+        warmed.clear()
         executor = LocalExecutor(ExecutorSettings(timeout_s=60, cache_dir=cache, prestart=0))
         run_dir = open_run_dir(tmp_path / "runs", name, "cafe", resume=False)
         runner = orch.Orchestrator(settings, run_dir, executor, None, Console(quiet=True), "test", executor)
