@@ -20,7 +20,10 @@ def finish(run_dir: RunDir, manifest: dict, sink: MlflowSink | None, console: Co
     frame = records_from_run_dir(run_dir.path)
     # Where the wall time went (runner/bench.py, duty), read off the results' token windows; kept in
     # the manifest, so a report rendered later, from the directory or from MLflow, says the same.
-    manifest["wall_parts_s"] = {part: round(seconds, 3) for part, seconds in duty(run_dir.path)["wall_parts_s"].items()}
+    figures = duty(run_dir.path)
+    manifest["wall_parts_s"] = {part: round(seconds, 3) for part, seconds in figures["wall_parts_s"].items()}
+    if figures["slot_parts_s"]:  # and where the evaluations' slots spent theirs
+        manifest["slot_parts_s"] = {part: round(seconds, 3) for part, seconds in figures["slot_parts_s"].items()}
     run_dir.write_manifest(manifest)
     results_path = run_dir.path / "results.jsonl"
     results_path.write_text("".join(json.dumps(row, default=float) + "\n" for row in frame.to_dict("records")))

@@ -52,6 +52,8 @@ def test_run_prints_report(tracked_run):
     assert sum(parts.values()) == pytest.approx(manifest["wall_s"], abs=0.01)
     assert parts["measured"] > 0 and all(seconds >= 0 for seconds in parts.values())
     assert f"measured {parts['measured']:.1f} s" in (run_dir / "report.md").read_text()
+    slots = manifest["slot_parts_s"]  # and the slots' time, the workers' part in the report
+    assert slots["worker"] > 0 and f"in the worker {slots['worker']:.1f} s" in (run_dir / "report.md").read_text()
 
 
 def test_mlflow_parent_and_children(tracked_run):

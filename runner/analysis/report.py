@@ -32,6 +32,18 @@ _WALL_PARTS = {
     "no_device_work": "no device work",
 }
 
+# The parts of the evaluations' slots' time (``runner.bench.slot_parts``), as the report names them.
+_SLOT_PARTS = {
+    "worker": "in the worker",
+    "memory_admission": "waiting for device memory",
+    "health_gate": "at the health gate",
+    "worker_start": "starting the worker",
+    "worker_end": "ending the worker",
+    "first_try": "first tries run again",
+    "prepare": "preparing jobs",
+    "collect": "collecting",
+}
+
 
 def render_report(frame: pd.DataFrame, manifest: dict) -> str:
     lines = [f"# kbench report — {manifest.get('name', 'run')}", ""]
@@ -66,6 +78,12 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
                     if seconds or part != "compile_warmup"  # a run that compiled nothing has no warm-up to name
                 )
                 + " (`python -m runner.bench duty RUN_DIR`)"
+            )
+        slots = manifest.get("slot_parts_s")
+        if slots:  # summed over the evaluations (runs from before the fifteenth session have none)
+            lines.append(
+                "- where the evaluations' slots spent their time: "
+                + ", ".join(f"{label} {slots[part]:.1f} s" for part, label in _SLOT_PARTS.items() if slots.get(part))
             )
     lines.append("")
     if frame.empty:
