@@ -20,10 +20,11 @@ def finish(run_dir: RunDir, manifest: dict, sink: MlflowSink | None, console: Co
     frame = records_from_run_dir(run_dir.path)
     # Where the wall time went (runner/bench.py, duty), read off the results' token windows; kept in
     # the manifest, so a report rendered later, from the directory or from MLflow, says the same.
+    # And where the evaluations' slots spent theirs, where the results say (``slot_parts_s``).
     figures = duty(run_dir.path)
-    manifest["wall_parts_s"] = {part: round(seconds, 3) for part, seconds in figures["wall_parts_s"].items()}
-    if figures["slot_parts_s"]:  # and where the evaluations' slots spent theirs
-        manifest["slot_parts_s"] = {part: round(seconds, 3) for part, seconds in figures["slot_parts_s"].items()}
+    for key in ("wall_parts_s", "slot_parts_s"):
+        if figures[key]:
+            manifest[key] = {part: round(seconds, 3) for part, seconds in figures[key].items()}
     run_dir.write_manifest(manifest)
     results_path = run_dir.path / "results.jsonl"
     results_path.write_text("".join(json.dumps(row, default=float) + "\n" for row in frame.to_dict("records")))

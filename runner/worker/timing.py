@@ -139,7 +139,7 @@ def measure_pair(
             # generator: the order above stays the seed's).
             audited = None
             if auditing:
-                owed = {side: len(audits[side]) + (pending is not None and pending.audited == side) for side in sides}
+                owed = _audit_counts(audits, pending)
                 if min(owed.values()) < MIN_AUDITS:
                     audited = min(
                         sides, key=lambda side: (owed[side], side != sides[(first_audited + audits_taken) % 2])
@@ -198,7 +198,7 @@ def measure_pair(
             n = len(samples["reference"])
             noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
             # Every placement sampled, like both sides audited, before the noise target may stop the sampling.
-            covered = (not auditing or _audited_enough(audits)) and len(placed) >= len(placements)
+            covered = (not auditing or _audited_enough(_audit_counts(audits, None))) and len(placed) >= len(placements)
             if stopping:
                 pass  # a batch queued before the stop, kept
             elif _enough(n, noise, covered, min(sum(samples[side]) for side in sides), settings):
@@ -262,9 +262,14 @@ def measure_pair(
 MIN_AUDITS = 3
 
 
-def _audited_enough(audits: dict) -> bool:
-    """Whether each side has ``MIN_AUDITS`` audits (lists of their times, or their counts)."""
-    return all((values if isinstance(values, int) else len(values)) >= MIN_AUDITS for values in audits.values())
+def _audit_counts(audits: dict, queued: _Queued | None) -> dict:
+    """Each side's audits: those kept, and the one of the batch ``queued`` (not judged yet), if any."""
+    return {side: len(values) + (queued is not None and queued.audited == side) for side, values in audits.items()}
+
+
+def _audited_enough(counts: dict) -> bool:
+    """Whether each side has ``MIN_AUDITS`` audits (``_audit_counts``)."""
+    return all(count >= MIN_AUDITS for count in counts.values())
 
 
 def _enough(n: int, noise: float, covered: bool, shortest_side_ms: float, settings: TimingSettings) -> bool:
@@ -289,9 +294,14 @@ def _likely_enough(
         return False
     extra = len(pending.order) // 2
     noise *= math.sqrt(n / (n + extra))
-    audited = {side: len(values) + (pending.audited == side) for side, values in audits.items()}
     shortest = min(sum(values) * (n + extra) / n for values in samples.values())
-    return _enough(n + extra, noise, (not auditing or _audited_enough(audited)) and all_placed, shortest, settings)
+    return _enough(
+        n + extra,
+        noise,
+        (not auditing or _audited_enough(_audit_counts(audits, pending))) and all_placed,
+        shortest,
+        settings,
+    )
 
 
 def _placement_spread(samples: dict, placed: list[int], batch: int) -> tuple[float | None, float | None]:
