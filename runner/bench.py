@@ -132,7 +132,8 @@ _SLOT_STEPS = (
     ("worker_start", "admitted", "started_at"),
     ("worker", "started_at", "finished_at"),
     ("worker_end", "finished_at", "ran"),
-    ("collect", "ran", "read_after"),
+    ("collect", "ran", "collected"),
+    ("read_gpu_after", "collected", "read_after"),
 )
 
 

@@ -226,7 +226,8 @@ def test_slot_parts_add_up_to_each_slots_time(two_passes, tmp_path: Path):
     total = sum(slot["read_after"] - slot["taken"] for slot in slots)
     parts = duty(run)["slot_parts_s"]
     assert set(parts) == {
-        "prepare", "health_gate", "memory_admission", "worker_start", "worker", "worker_end", "collect", "first_try"
+        "prepare", "health_gate", "memory_admission", "worker_start", "worker", "worker_end", "collect",
+        "read_gpu_after", "first_try",
     }  # fmt: skip
     assert all(seconds >= 0 for seconds in parts.values()) and parts["first_try"] == 0
     assert sum(parts.values()) == pytest.approx(total)

@@ -6,6 +6,7 @@ tests/test_gpu.py.
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from runner.analysis.roofline import PHYSICS_MARGIN, roofline_for
 from runner.worker.clocks import ClockMonitor, ClockReading
 from runner.worker.integrity import unjoined_work
+from runner.worker.samplers import HostSampler
 
 PEAKS = {"bandwidth_tbps": 2.0, "tflops": {"float32": 50.0, "bfloat16": 1000.0, "int8": 2000.0}}
 COPY = {"flops": "n", "bytes": "8 * n", "dtype": "float32"}
@@ -132,26 +134,26 @@ class _ScriptedNvml(ClockMonitor):
         return _reading(clock=1980, mask=mask, thermal=self.thermal_ns)
 
 
-def _measure_with(monitor, monkeypatch, **overrides):
+def _measure_with(monitor, **overrides):
     import torch
 
     from runner.worker import timing as timing_module
     from runner.worker.protocol import TimingSettings
 
-    monkeypatch.setattr(timing_module, "ClockMonitor", lambda uuid: monitor)
     options = dict(min_samples=4, max_samples=12, batch=2, warmup_ms=0.0, target_noise=0.0, time_cap_s=30)
     settings = TimingSettings(**{**options, **overrides})
-    return timing_module.measure_pair(lambda: None, lambda: None, torch.device("cpu"), settings, "small", 0)
+    tools = timing_module.Instruments(HostSampler(), monitor)  # built before the turn, as the worker does
+    return timing_module.measure_pair(lambda: None, lambda: None, torch.device("cpu"), settings, "small", 0, tools)
 
 
 COOL, HOT = (0, 0), (0, 1000)  # a reading; one during which the thermal-violation counter grew
 
 
-def test_throttled_batches_are_taken_again_with_one_clock_read_per_batch(monkeypatch):
+def test_throttled_batches_are_taken_again_with_one_clock_read_per_batch():
     # Read 2 (while batch 2 runs) is hot: batch 1 (reads 0-2) is thrown away with batch 2, queued behind it;
     # one cool-down read; batch 3 opens on it, and read 4 (during batch 4) is hot: batch 3 and 4 go the same way.
     monitor = _ScriptedNvml([COOL, COOL, HOT, COOL, HOT, COOL])
-    result, raw = _measure_with(monitor, monkeypatch)
+    result, raw = _measure_with(monitor)
     assert result.throttled_batches == 2 and all(
         t["why"].startswith("thermal violation") and t["next_discarded"] for t in raw["throttled_batches"]
     )
@@ -162,16 +164,16 @@ def test_throttled_batches_are_taken_again_with_one_clock_read_per_batch(monkeyp
     assert set(raw["sm_clock_mhz"]["reference"]) == {1980}
 
 
-def test_a_throttled_batch_waits_for_the_slowdown_to_clear_before_it_is_retaken(monkeypatch):
+def test_a_throttled_batch_waits_for_the_slowdown_to_clear_before_it_is_retaken():
     slowed = (0x20, 0)  # sw_thermal_slowdown set: the readings during batches 1 and 2, and two while idle
     monitor = _ScriptedNvml([COOL, slowed, slowed, slowed, slowed])
-    result, raw = _measure_with(monitor, monkeypatch, cooldown_s=5.0)
+    result, raw = _measure_with(monitor, cooldown_s=5.0)
     assert result.throttled_batches == 1 and result.reference.samples == 12
     assert 0.15 <= result.cooled_s < 5.0  # three polls of 50 ms, the last one cool
     assert monitor.reads == 1 + 2 + 3 + 6 + 1  # the cool reading that ended the wait opened the retaken batches
 
 
-def test_the_next_batch_runs_while_the_last_one_is_read_and_judged(monkeypatch):
+def test_the_next_batch_runs_while_the_last_one_is_read_and_judged():
     """The loop runs one batch ahead: the clocks are read after the next batch's launch, and a batch is
     judged by the readings before, during and after it, so a slowdown seen only while it ran counts."""
     calls: list[str] = []
@@ -185,13 +187,12 @@ def test_the_next_batch_runs_while_the_last_one_is_read_and_judged(monkeypatch):
     from runner.worker import timing as timing_module
     from runner.worker.protocol import TimingSettings
 
-    monkeypatch.setattr(timing_module, "ClockMonitor", lambda uuid: monitor)
     settings = TimingSettings(min_samples=4, max_samples=4, batch=2, warmup_ms=0.0, target_noise=0.0, cooldown_s=0.06)
     import torch
 
-    result, raw = timing_module.measure_pair(
-        lambda: calls.append("call"), lambda: calls.append("call"), torch.device("cpu"), settings, "small", 0
-    )
+    calling = lambda: calls.append("call")  # noqa: E731
+    tools = timing_module.Instruments(HostSampler(), monitor)
+    result, raw = timing_module.measure_pair(calling, calling, torch.device("cpu"), settings, "small", 0, tools)
     warm = 6  # three warm-up calls per side
     batch = ["call"] * 4
     assert calls[warm:] == ["read", *batch, "read", *batch, "read", "read", *batch, "read", *batch, "read", "read"]
@@ -201,22 +202,22 @@ def test_the_next_batch_runs_while_the_last_one_is_read_and_judged(monkeypatch):
     assert result.reference.samples == 4
 
 
-def test_no_batch_is_queued_behind_the_one_that_reaches_the_noise_target(monkeypatch):
+def test_no_batch_is_queued_behind_the_one_that_reaches_the_noise_target():
     """Running one batch ahead, the loop still stops where the rule holds: batch 2 of 4 pairs brings the
     count to min_samples (8) with the noise already under the target, so no batch 3 is queued behind it."""
     monitor = _ScriptedNvml([])
-    result, raw = _measure_with(monitor, monkeypatch, min_samples=8, max_samples=100, batch=4, target_noise=1e9)
+    result, raw = _measure_with(monitor, min_samples=8, max_samples=100, batch=4, target_noise=1e9)
     assert result.stop_reason == "noise_target"
     assert result.reference.samples == result.candidate.samples == 8 and len(raw["order"]) == 16
     assert monitor.reads == 1 + 2 + 1
 
 
-def test_a_gpu_that_never_cools_is_the_gpus_failure_not_the_candidates(monkeypatch, tmp_path):
+def test_a_gpu_that_never_cools_is_the_gpus_failure_not_the_candidates():
     from runner.worker.timing import GpuThrottled
 
     always = _ScriptedNvml([(0x20, 0)] * 10_000)
     with pytest.raises(GpuThrottled, match="slowed in all 4 batches"):
-        _measure_with(always, monkeypatch, cooldown_s=0.06, max_throttled_batches=3)
+        _measure_with(always, cooldown_s=0.06, max_throttled_batches=3)
 
 
 def test_quartiles_read_off_sorted_samples_match_the_statistics_module():
@@ -262,11 +263,19 @@ def test_a_measurement_the_gpu_spoiled_ends_infra_error_not_the_candidates_runti
 
     always = _ScriptedNvml([(0x20, 0)] * 10_000)
     monkeypatch.setattr(timing_module, "ClockMonitor", lambda uuid: always)
+    settings = TimingSettings(batch=2, warmup_ms=0.0, cooldown_s=0.06, max_throttled_batches=2)
+    result = evaluate(_scale_job(tmp_path, settings), tmp_path)
+    assert (result.verdict.status, result.verdict.reason) == ("infra_error", "gpu_throttled"), result.verdict
+    assert "slowed in all 3 batches" in result.verdict.message
+    assert [trial.ok for trial in result.trials] == [True, True]  # correctness had passed
+
+
+def _scale_job(tmp_path, settings) -> dict:
+    """A job of ``_SCALE_TASK`` against itself, for ``evaluate`` in this process (its files in ``tmp_path``)."""
     (tmp_path / "out").mkdir()
     (tmp_path / "task.py").write_text(_SCALE_TASK)
     (tmp_path / "candidate.py").write_text(_SCALE_TASK.replace("class Model(", "class ModelNew("))
-    settings = TimingSettings(batch=2, warmup_ms=0.0, cooldown_s=0.06, max_throttled_batches=2)
-    job = {
+    return {
         "eval_id": "e1",
         "task": {"task_id": "scale", "content_hash": "sha256:t", "shapes": {"small": {"n": 64}, "perf": {"n": 256}}},
         "candidate_hash": "sha256:c",
@@ -278,10 +287,32 @@ def test_a_measurement_the_gpu_spoiled_ends_infra_error_not_the_candidates_runti
         "timing": settings.__dict__,
         "integrity_policy": "allow_torch",
     }
-    result = evaluate(job, tmp_path)
-    assert (result.verdict.status, result.verdict.reason) == ("infra_error", "gpu_throttled"), result.verdict
-    assert "slowed in all 3 batches" in result.verdict.message
-    assert [trial.ok for trial in result.trials] == [True, True]  # correctness had passed
+
+
+def test_the_measurements_set_up_and_its_samples_file_stay_out_of_the_turn(monkeypatch, tmp_path):
+    """The sampler and the clock monitor (NVML's handle; on a GPU the L2 flush buffer) are set up while the
+    evaluation holds the token shared: their set-up took 3.5 s of the fifteenth session's turns. The raw
+    samples are written once the token is let go: the next measurement waits for the checks after timing."""
+    from runner.worker import evaluate as evaluate_module
+    from runner.worker.device_token import EXCLUSIVE, DeviceToken
+    from runner.worker.protocol import SAMPLES_FILE, TimingSettings
+
+    log: list[str] = []
+    build, hold, close, write = (
+        evaluate_module.instruments, DeviceToken.hold, DeviceToken.close, evaluate_module.write_json_atomic
+    )  # fmt: skip
+    monkeypatch.setattr(evaluate_module, "instruments", lambda *a: log.append("instruments") or build(*a))
+    monkeypatch.setattr(DeviceToken, "hold", lambda self, mode: log.append(mode) or hold(self, mode))
+    monkeypatch.setattr(DeviceToken, "close", lambda self: log.append("let go") or close(self))
+    monkeypatch.setattr(
+        evaluate_module, "write_json_atomic", lambda path, data: log.append(path.name) or write(path, data)
+    )
+    settings = TimingSettings(min_samples=4, max_samples=8, batch=2, warmup_ms=0.0)
+    result = evaluate_module.evaluate(_scale_job(tmp_path, settings), tmp_path)
+    assert result.verdict.status == "correct" and result.timing.clocks_watched == "not a CUDA device"
+    assert [log.count(step) for step in ("instruments", EXCLUSIVE, "let go", SAMPLES_FILE)] == [1, 1, 1, 1]
+    assert log.index("instruments") < log.index(EXCLUSIVE) < log.index("let go") < log.index(SAMPLES_FILE)
+    assert len(json.loads((tmp_path / "out" / SAMPLES_FILE).read_text())["reference"]) == 8
 
 
 def test_the_warm_up_runs_both_sides_in_turn_and_shares_its_time():
@@ -289,7 +320,7 @@ def test_the_warm_up_runs_both_sides_in_turn_and_shares_its_time():
     the sides share it (it was ``warmup_ms`` per side: about twice the warm-up for nothing it settles)."""
     import time
 
-    from runner.worker.samplers import HostSampler, warm_up
+    from runner.worker.samplers import warm_up
 
     calls: list[str] = []
 
@@ -319,9 +350,7 @@ class _AuditingHostSampler:
     flushes = False
     slowed: frozenset = frozenset()
 
-    def __init__(self, *_) -> None:
-        from runner.worker.samplers import HostSampler
-
+    def __init__(self) -> None:
         self._host = HostSampler()
         self._audits = 0
 
@@ -339,27 +368,26 @@ class _AuditingHostSampler:
         return handle["times"], handle["audit"]
 
 
-def _measure_audited(monkeypatch, sampler, seed=7, candidate=None, **overrides):
+def _measure_audited(sampler, seed=7, candidate=None, **overrides):
     import torch
 
     from runner.worker import timing as timing_module
     from runner.worker.protocol import TimingSettings
 
-    monkeypatch.setattr(timing_module, "CudaSampler", sampler)
-    monkeypatch.setattr(timing_module, "device_uuid", lambda device: None)
     options = dict(min_samples=200, max_samples=200, batch=5, warmup_ms=0.0, target_noise=0.0)
     settings = TimingSettings(**{**options, **overrides})
     candidate = candidate or (lambda: None)
-    return timing_module.measure_pair(lambda: None, candidate, torch.device("cuda"), settings, "small", seed)
+    tools = timing_module.Instruments(sampler(), timing_module.ClockMonitor(None))  # no NVML: none watched
+    return timing_module.measure_pair(lambda: None, candidate, torch.device("cuda"), settings, "small", seed, tools)
 
 
 @pytest.mark.parametrize("share", [0.25, 1.0])
-def test_audits_three_per_side_then_the_share_drawn_from_the_seed(monkeypatch, share):
+def test_audits_three_per_side_then_the_share_drawn_from_the_seed(share):
     """Three audits of each side first, then later batches by the seed's draws (every batch with 1), which
     leave the interleaved order as the seed made it."""
     from runner.worker.timing import MIN_AUDITS
 
-    timing, raw = _measure_audited(monkeypatch, _AuditingHostSampler, audit_share=share)
+    timing, raw = _measure_audited(_AuditingHostSampler, audit_share=share)
     batches = 200 // 5
     audits = {side: len(values) for side, values in raw["sync_audit"].items()}
     assert min(audits.values()) >= MIN_AUDITS
@@ -368,15 +396,15 @@ def test_audits_three_per_side_then_the_share_drawn_from_the_seed(monkeypatch, s
         assert sum(audits.values()) == batches
     else:
         assert 2 * MIN_AUDITS < sum(audits.values()) < batches / 2
-        again = _measure_audited(monkeypatch, _AuditingHostSampler, audit_share=share)[1]
+        again = _measure_audited(_AuditingHostSampler, audit_share=share)[1]
         assert {side: len(v) for side, v in again["sync_audit"].items()} == audits  # the seed decides
-    audited_always = _measure_audited(monkeypatch, _AuditingHostSampler, audit_share=1.0)[1]
+    audited_always = _measure_audited(_AuditingHostSampler, audit_share=1.0)[1]
     assert raw["order"] == audited_always["order"]
     assert timing.sync_gap_ms.keys() == {"reference", "candidate"}
 
 
 @pytest.mark.parametrize("which", [0, 1])
-def test_one_slowed_audit_is_no_evidence_but_work_left_in_every_audit_is(monkeypatch, which):
+def test_one_slowed_audit_is_no_evidence_but_work_left_in_every_audit_is(which):
     """H100, a reference timed against itself: one audit of 28.2 ms for a 3.5 ms call was the candidate
     side's only one, and flagged it ``unjoined_stream_work``. A side's first audit slowed (either side) now
     moves no median; a call slowed in every audit is still flagged."""
@@ -384,7 +412,7 @@ def test_one_slowed_audit_is_no_evidence_but_work_left_in_every_audit_is(monkeyp
     class OneSlowed(_AuditingHostSampler):
         slowed = frozenset({which})
 
-    timing, raw = _measure_audited(monkeypatch, OneSlowed, audit_share=0.25, min_samples=40, max_samples=40)
+    timing, raw = _measure_audited(OneSlowed, audit_share=0.25, min_samples=40, max_samples=40)
     assert sum(audit > 30.0 for values in raw["sync_audit"].values() for audit in values) == 1
     assert unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms) is None
 
@@ -392,5 +420,5 @@ def test_one_slowed_audit_is_no_evidence_but_work_left_in_every_audit_is(monkeyp
         return None
 
     leaves_work.leaves_work = True
-    timing, _ = _measure_audited(monkeypatch, _AuditingHostSampler, candidate=leaves_work, audit_share=0.25)
+    timing, _ = _measure_audited(_AuditingHostSampler, candidate=leaves_work, audit_share=0.25)
     assert "work on another stream was not timed" in unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms)

@@ -9,6 +9,7 @@ back to the floor. The worker's own path is used: ``float64_references`` then ``
 from __future__ import annotations
 
 import types
+import warnings
 
 import pytest
 import torch
@@ -37,17 +38,45 @@ def _task(name: str):
     return import_file(path, f"precision_{name}"), read_native_task(path).shapes["small"]
 
 
-def _judge(name: str, candidate) -> tuple[str, dict, list]:
-    """The reason code (or "") for ``candidate(model, inputs)`` on the task's small shape, the record, the checks."""
+def _judge(name: str, candidate, references: list | None = None) -> tuple[str, dict, list]:
+    """The reason code (or "") for ``candidate(model, inputs)`` on the task's small shape, the record, the checks;
+    the fp32 reference's outputs are appended to ``references``, if given."""
     module, dims = _task(name)
     model = build_model(module.Model, module, dims, CPU, SEED)
     with torch.no_grad():
         expected = as_output_list(model(*make_inputs(module, dims, CPU, TRIAL_SEED)))
+        if references is not None:
+            references.append(expected)
         check = float64_references(module, {"small": dims}, CPU, SEED, TRIAL_SEED, {("small", 0): expected})
         outputs = as_output_list(candidate(model, make_inputs(module, dims, CPU, TRIAL_SEED)))
     checks: list = []
     violation = check.judge("small", outputs, checks)
     return (violation[0] if violation else ""), check.record, checks
+
+
+def _judge_steady(name: str, candidate, code: str) -> tuple[str, dict, list]:
+    """``_judge``, once more where the reason is not ``code`` and the fp32 reference's own error came out
+    otherwise the second time: the same computation in one process giving two answers is the machine's
+    arithmetic, not the check (twice in CI, on exp_scores_fp32: an error of 3.84e-5 for a plain
+    ``torch.exp`` that gives 2.35e-8 in every other run, the candidate's error identical to the digit).
+    A reference whose error is the same both times stands: a wrong verdict then fails the test."""
+    references: list = []
+    reason, record, checks = _judge(name, candidate, references)
+    if reason == code:
+        return reason, record, checks
+    again = _judge(name, candidate, references)
+    first, second = (r["shapes"]["small"].get("reference_error") for r in (record, again[1]))
+    if first != second:
+        (a, *_), (b, *_) = references
+        differ = (a != b).nonzero()
+        warnings.warn(
+            f"{name}: the fp32 reference's own error was {first}, then {second} in the same process; "
+            f"{len(differ)} of {a.numel()} elements differ, by up to {(a - b).abs().max().item():.3g}, "
+            f"the first at {differ[:4].tolist()}",
+            stacklevel=2,
+        )
+        return again
+    return reason, record, checks
 
 
 # -- downcasts -----------------------------------------------------------------------------------
@@ -110,7 +139,7 @@ def test_downcasts_fail_with_the_code_of_their_precision(task, downcast):
     if (task, downcast) in NOT_CAUGHT:
         pytest.skip("rounding errors average out in a plain sum (documented in precision.py)")
     run, code = DOWNCASTS[downcast]
-    reason, record, checks = _judge(task, run)
+    reason, record, checks = _judge_steady(task, run, code)
     assert reason == code, record
     assert checks == ["precision"] and record["status"] == "checked" and not record["shapes"]["small"]["ok"]
 

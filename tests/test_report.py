@@ -62,11 +62,12 @@ def test_the_report_says_where_the_wall_time_went():
     assert "- where the 2 GPUs' wall time went: measured 10.0 s" in two
     assert "where the" not in render_report(frame, {"name": "r", "wall_s": 20.0})
     slots = {"prepare": 0.1, "health_gate": 2.0, "memory_admission": 30.0, "worker": 100.0, "first_try": 0.0}
+    slots["read_gpu_after"] = 0.04
     text = render_report(frame, {"name": "r", "wall_s": 20.0, "wall_parts_s": parts, "slot_parts_s": slots})
     assert (
         "- where the evaluations' slots spent their time: in the worker 100.0 s, waiting for device memory 30.0 s, "
         "at the health gate 2.0 s, preparing jobs 0.1 s\n"
-    ) in text  # the report's order; a part with no time is not named
+    ) in text  # the report's order; a part with no time, or under 0.05 s, is not named
 
 
 def test_the_report_names_the_evaluations_that_placement_moves():

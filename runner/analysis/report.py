@@ -42,6 +42,7 @@ _SLOT_PARTS = {
     "first_try": "first tries run again",
     "prepare": "preparing jobs",
     "collect": "collecting",
+    "read_gpu_after": "reading the GPU after",
 }
 
 
@@ -83,7 +84,11 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
         if slots:  # summed over the evaluations (runs from before the fifteenth session have none)
             lines.append(
                 "- where the evaluations' slots spent their time: "
-                + ", ".join(f"{label} {slots[part]:.1f} s" for part, label in _SLOT_PARTS.items() if slots.get(part))
+                + ", ".join(
+                    f"{label} {slots[part]:.1f} s"
+                    for part, label in _SLOT_PARTS.items()
+                    if round(slots.get(part) or 0.0, 1)  # what would read "0.0 s" is not named
+                )
             )
     lines.append("")
     if frame.empty:

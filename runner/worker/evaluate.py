@@ -65,7 +65,7 @@ from runner.worker.protocol import (
     read_job,
     write_json_atomic,
 )
-from runner.worker.timing import GpuThrottled, measure_pair
+from runner.worker.timing import GpuThrottled, instruments, measure_pair
 
 _COMPILE_ERROR_TYPES = ("CompilationError", "BackendCompilerFailed", "InductorError", "CompileError")
 
@@ -157,9 +157,14 @@ def evaluate(job: dict, job_dir: Path) -> Result:
         # executors count the time limit) appears once the token is held.
         record = result.environment.setdefault("device_token", {})
         isolation = job.get("measurement_isolation", ISOLATE_DEVICE)
-        with DeviceToken(os.environ.get(TOKEN_ENV), record, isolation) as token, torch.no_grad():
-            token.hold(SHARED)
-            _run(job, job_dir, device, result, clock, screened, token)
+        held_back: dict[Path, object] = {}  # files written once the token is let go (host work holds no device)
+        try:
+            with DeviceToken(os.environ.get(TOKEN_ENV), record, isolation) as token, torch.no_grad():
+                token.hold(SHARED)
+                _run(job, job_dir, device, result, clock, screened, token, held_back)
+        finally:
+            for path, data in held_back.items():
+                write_json_atomic(path, data)
     except _Stop as stop:
         result.verdict = stop.verdict
     except torch.OutOfMemoryError as exc:  # in kbench's own steps (inputs, snapshots, checks): whose was it?
@@ -200,6 +205,7 @@ def _run(
     clock: _StageClock,
     screened: StaticReport,
     token: DeviceToken,
+    held_back: dict,
 ) -> None:
     task = job["task"]
     seed = int(job["seed"])
@@ -320,6 +326,7 @@ def _run(
     input_sets, groups = timing_inputs(reference_module, dims, device, timed_seed, settings)
     reference = TimedSide(build_model(reference_module.Model, reference_module, dims, device, seed), input_sets)
     candidate = TimedSide(build_model(model_class, reference_module, dims, device, seed), input_sets)
+    tools = instruments(device, settings)  # their set-up is no part of the turn
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # the set-up's device work is done before the measurement's turn
     clock.mark(WAIT_STAGE)
@@ -336,6 +343,7 @@ def _run(
             settings,
             timed_shape,
             seed,
+            tools,
         )
     except GpuThrottled as exc:  # the GPU's fault, not the candidate's: no verdict on its speed
         raise _Stop(Verdict("infra_error", "gpu_throttled", str(exc)[:500], "timing")) from None
@@ -346,7 +354,9 @@ def _run(
     timing.input_sets = len(groups[0])
     timing.input_seed = timed_seed
     result.timing = timing
-    write_json_atomic(job_dir / OUT_DIR / SAMPLES_FILE, raw)
+    # Written after the token is let go: the next measurement waits for this evaluation's checks after timing
+    # (shared), and a file written meanwhile would be host work it waits for too.
+    held_back[job_dir / OUT_DIR / SAMPLES_FILE] = raw
     clock.mark("checks_after_timing")
     checks = result.integrity.setdefault("runtime_checks", [])
     checks += ["timed_output", "sync_audit"] if device.type == "cuda" else ["timed_output"]
