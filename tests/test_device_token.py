@@ -129,6 +129,99 @@ def test_switching_modes_records_each_window(token: Path):
         DeviceToken(token).hold("whenever")
 
 
+def _approach_then_measure(path: Path, record: dict, log: list, isolation: str = "device") -> threading.Thread:
+    """A worker's way to its turn in a thread: approach, a 0.15 s warm-up, the turn, 0.05 s of samples."""
+
+    def measure():
+        with DeviceToken(path, record, isolation) as held:
+            held.approach()
+            log.append(("warm-up", time.time()))
+            time.sleep(0.15)
+            held.hold(EXCLUSIVE)
+            log.append(("turn", time.time()))
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=measure, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_the_warm_up_runs_beside_the_last_measurements_checks_and_the_samples_alone(token: Path):
+    """While a measurement runs, the next one's approach waits; once the first steps down to its checks after
+    timing, the next warms up beside them (no waiting for them), and its turn starts once they are done. A
+    shared holder asking after the approach began waits until that turn is over: no newcomer gets in."""
+    first: dict = {}
+    following: dict = {}
+    newcomer: dict = {}
+    log: list = []
+    with DeviceToken(token, first) as held:
+        held.hold(EXCLUSIVE)
+        next_one = _approach_then_measure(token, following, log)
+        time.sleep(0.2)
+        assert not log, "the warm-up began beside a measurement"
+        held.hold(SHARED)  # the checks after timing
+        stepped_down = time.time()
+        deadline = time.time() + 5
+        while not log and time.time() < deadline:
+            time.sleep(0.005)
+        assert log and log[0][0] == "warm-up" and log[0][1] - stepped_down < 0.1, "the warm-up waited for the checks"
+        late = _hold_in_thread(token, SHARED, 0.0, newcomer)
+        time.sleep(0.3)  # past the warm-up: the turn waits for these checks
+        assert [step for step, _ in log] == ["warm-up"] and late.is_alive()
+    next_one.join(timeout=5)
+    late.join(timeout=5)
+    assert not next_one.is_alive() and not late.is_alive()
+    checks = token_windows(first)[-1]
+    warm, turn = token_windows(following)
+    (joined,) = token_windows(newcomer)
+    assert (warm[2], turn[2]) == (SHARED, EXCLUSIVE)
+    assert _overlaps(warm, checks) and turn[0] >= checks[1], "the samples ran beside the checks"
+    assert joined[0] >= turn[1], "a shared holder came in between the approach and the turn"
+
+
+def test_an_approach_given_up_lets_others_in(token: Path):
+    """A measurement that fails in its warm-up goes back to shared (``hold(SHARED)``) or lets go: either way
+    the turnstile is free again, and under measurement isolation no lock is left that a measurement waits for."""
+    record: dict = {}
+    with DeviceToken(token, record) as held:
+        held.approach()
+        held.hold(SHARED)
+        shared: dict = {}
+        other = _hold_in_thread(token, SHARED, 0.0, shared)
+        other.join(timeout=2)
+        assert not other.is_alive(), "the turnstile stayed taken"
+        held.approach()
+    after: dict = {}
+    measurement = _hold_in_thread(token, EXCLUSIVE, 0.0, after)
+    measurement.join(timeout=2)
+    assert not measurement.is_alive(), "letting go left the token or the turnstile held"
+    assert [mode for _, _, mode in token_windows(record)] == [SHARED, SHARED]
+    with DeviceToken(token, {}, ISOLATE_MEASUREMENTS) as held:
+        held.approach()
+        held.hold(SHARED)
+        measurement = _hold_isolating_measurements(token, EXCLUSIVE, 0.0, {})
+        measurement.join(timeout=2)
+        assert not measurement.is_alive(), "shared work under measurement isolation kept a lock"
+        with pytest.raises(RuntimeError, match="approach"):
+            held.hold(EXCLUSIVE)
+            held.approach()
+
+
+def test_under_measurement_isolation_the_warm_up_still_waits_out_a_measurement(token: Path):
+    record: dict = {}
+    following: dict = {}
+    log: list = []
+    with DeviceToken(token, record, ISOLATE_MEASUREMENTS) as held:
+        held.hold(EXCLUSIVE)
+        next_one = _approach_then_measure(token, following, log, ISOLATE_MEASUREMENTS)
+        time.sleep(0.2)
+        assert not log, "the warm-up began beside a measurement"
+    next_one.join(timeout=5)
+    assert not next_one.is_alive() and [step for step, _ in log] == ["warm-up", "turn"]
+    _, turn = token_windows(following)
+    assert turn[0] >= token_windows(record)[-1][1]
+
+
 def _hold_isolating_measurements(path: Path, mode: str, seconds: float, record: dict) -> threading.Thread:
     def hold():
         with DeviceToken(path, record, ISOLATE_MEASUREMENTS) as held:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import pytest
 
@@ -202,6 +203,32 @@ def test_the_next_batch_runs_while_the_last_one_is_read_and_judged():
     assert result.reference.samples == 4
 
 
+def test_the_warm_up_runs_before_the_turn_and_the_samples_after_it():
+    """``turn`` is called once, between the warm-up's calls and the first batch's, and the timing window (what a
+    result says was measured alone) starts after it."""
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+
+    calls: list[str] = []
+    taken: list[float] = []
+    settings = TimingSettings(min_samples=4, max_samples=4, batch=2, warmup_ms=0.0, target_noise=0.0)
+    tools = timing_module.Instruments(HostSampler(), _ScriptedNvml([]))
+    result, _ = timing_module.measure_pair(
+        lambda: calls.append("call"),
+        lambda: calls.append("call"),
+        torch.device("cpu"),
+        settings,
+        "small",
+        0,
+        tools,
+        lambda: calls.append("turn") or taken.append(time.time()),
+    )
+    assert calls == ["call"] * 6 + ["turn"] + ["call"] * 8  # three warm-up rounds, the turn, two batches of two pairs
+    assert result.window[0] >= taken[0]
+
+
 def test_no_batch_is_queued_behind_the_one_that_reaches_the_noise_target():
     """Running one batch ahead, the loop still stops where the rule holds: batch 2 of 4 pairs brings the
     count to min_samples (8) with the noise already under the target, so no batch 3 is queued behind it."""
@@ -318,8 +345,6 @@ def test_the_measurements_set_up_and_its_samples_file_stay_out_of_the_turn(monke
 def test_the_warm_up_runs_both_sides_in_turn_and_shares_its_time():
     """Three rounds of the two sides one at a time, then both in turn until ``warmup_ms`` has run in all:
     the sides share it (it was ``warmup_ms`` per side: about twice the warm-up for nothing it settles)."""
-    import time
-
     from runner.worker.samplers import warm_up
 
     calls: list[str] = []

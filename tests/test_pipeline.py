@@ -87,12 +87,15 @@ def test_evaluations_in_flight_take_turns_on_the_device(tmp_path: Path, isolatio
     for index, w in enumerate(windows):
         assert w["token"]["isolation"] == isolation
         own = token_windows(w["token"])
-        assert [mode for _, _, mode in own] == [SHARED, EXCLUSIVE, SHARED]
-        (start, end, _) = own[1]
-        assert start <= w["timing"]["window"][0] <= w["timing"]["window"][1] <= end
+        # Set-up and checks, the warm-up while queued for the turn, the turn, the checks after timing.
+        assert [mode for _, _, mode in own] == [SHARED, SHARED, EXCLUSIVE, SHARED]
+        (start, end, _), warm_up = own[2], own[1]
+        assert warm_up[1] <= start <= w["timing"]["window"][0] <= w["timing"]["window"][1] <= end
         for other in windows[:index] + windows[index + 1 :]:
             clash = [o for o in token_windows(other["token"]) if o[2] in excluded and o[0] < end and start < o[1]]
-            assert not clash, f"a measurement shared the device: {own[1]} with {clash}"
+            assert not clash, f"a measurement shared the device: {own[2]} with {clash}"
+            turns = [o for o in token_windows(other["token"]) if o[2] == EXCLUSIVE]
+            assert not [o for o in turns if o[0] < warm_up[1] and warm_up[0] < o[1]], "a warm-up beside a measurement"
     # Each drew its own timed inputs after its candidate's import (the seed is recorded).
     seeds = [w["timing"]["input_seed"] for w in windows]
     assert len(set(seeds)) == len(seeds) and all(isinstance(s, int) for s in seeds)

@@ -6,8 +6,10 @@ measures nothing (the reference outputs, the candidate's import and correctness 
 checks after timing) holds the token **shared**, so evaluations in flight run those phases
 side by side; the timed samples hold it **exclusive**, so a measurement never shares the GPU
 with anything of the run. A turnstile (a second flock, taken briefly before the token) keeps a
-waiting measurement from being starved by a stream of shared holders. The compile warm-up
-holds the token from the orchestrator.
+waiting measurement from being starved by a stream of shared holders. A measurement's warm-up
+runs while it queues (``approach``): turnstile taken, token shared, beside the shared work already
+in (often the last measurement's checks after timing), so the turn starts with the samples. The
+compile warm-up holds the token from the orchestrator.
 
 How far a measurement is isolated is the run's choice (``executor.measurement_isolation``):
 - ``device`` (the default): as above; nothing of the run runs device work beside a measurement.
@@ -79,6 +81,7 @@ class DeviceToken:
         self.record = record if record is not None else {}
         self.mode: str | None = None
         self.isolation = isolation
+        self._approaching = False  # the turnstile held and the token shared, before an exclusive turn
         self._token = self._turnstile = None
         if path:
             self._token = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -86,12 +89,32 @@ class DeviceToken:
             self.record.update(path=str(path), isolation=isolation, waited_s=0.0, windows=[])
 
     def hold(self, mode: str) -> None:
-        """Hold the token in ``mode``: from exclusive, step down to shared at once; otherwise let go of the
-        mode held now and queue through the turnstile (flock cannot convert atomically)."""
-        if self._token is None or mode == self.mode:
+        """Hold the token in ``mode``: from exclusive, step down to shared at once; after ``approach``, take the
+        turn (or give up the turnstile); otherwise let go of the mode held now and queue through the turnstile
+        (flock cannot convert atomically)."""
+        if self._token is None:
             return
         if mode not in (SHARED, EXCLUSIVE):
             raise ValueError(f"device token mode {mode!r}: expected {SHARED!r} or {EXCLUSIVE!r}")
+        if self._approaching:
+            self._approaching = False
+            if mode == SHARED:  # no turn after all: shared as before, and others may come in again
+                if self.isolation == ISOLATE_MEASUREMENTS:
+                    fcntl.flock(self._token, fcntl.LOCK_UN)  # shared work takes no lock there
+                fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+                return
+            asked = time.time()
+            self.record["windows"][-1][1] = asked
+            try:
+                # Shared to exclusive: flock lets go, then waits. Nobody else can ask in between (asking goes
+                # through the turnstile, held here); it waits for the shared holders that were in before.
+                fcntl.flock(self._token, fcntl.LOCK_EX)
+            finally:
+                fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+            self._opened(asked, EXCLUSIVE)
+            return
+        if mode == self.mode:
+            return
         asked = time.time()
         if mode == SHARED and self.isolation == ISOLATE_MEASUREMENTS:
             self.release()  # shared work excludes nobody here: no lock, only the window
@@ -108,6 +131,32 @@ class DeviceToken:
                 fcntl.flock(self._token, fcntl.LOCK_EX if mode == EXCLUSIVE else fcntl.LOCK_SH)
             finally:
                 fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+        self._opened(asked, mode)
+
+    def approach(self) -> None:
+        """Queue for the exclusive turn, holding the token shared meanwhile: the turnstile is taken (no holder
+        comes in after this one) and the token held shared once no measurement runs. What runs now runs beside
+        the shared holders that were in before (other evaluations' checks, the last measurement's checks
+        after timing), never beside a measurement; ``hold(EXCLUSIVE)`` then waits for those holders alone,
+        ``hold(SHARED)`` lets the turnstile go. A measurement's warm-up runs here (``timing.measure_pair``)."""
+        if self._token is None:
+            return
+        if self._approaching or self.mode == EXCLUSIVE:
+            raise RuntimeError("approach() is for a holder on its way to its turn, not in it")
+        self.release()
+        asked = time.time()
+        fcntl.flock(self._turnstile, fcntl.LOCK_EX)
+        try:
+            # Under either isolation: a shared lock waits out the measurement that holds the token now.
+            fcntl.flock(self._token, fcntl.LOCK_SH)
+        except BaseException:
+            fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+            raise
+        self._approaching = True
+        self._opened(asked, SHARED)
+
+    def _opened(self, asked: float, mode: str) -> None:
+        """Record the window opened now in ``mode``, asked for at ``asked``."""
         now = time.time()
         self.record["waited_s"] = round(self.record["waited_s"] + now - asked, 6)
         self.record["windows"].append([now, None, mode])
@@ -117,8 +166,11 @@ class DeviceToken:
         if self.mode is None:
             return
         self.record["windows"][-1][1] = time.time()
-        if self.mode == EXCLUSIVE or self.isolation == ISOLATE_DEVICE:
+        if self.mode == EXCLUSIVE or self.isolation == ISOLATE_DEVICE or self._approaching:
             fcntl.flock(self._token, fcntl.LOCK_UN)
+        if self._approaching:
+            self._approaching = False
+            fcntl.flock(self._turnstile, fcntl.LOCK_UN)
         self.mode = None
 
     def close(self) -> None:

@@ -9,7 +9,9 @@ ahead: the next batch is queued before the last one is read, judged and added to
 estimate, so that host work (NVML, statistics) overlaps the GPU's. Sampling stops when the
 estimated relative noise of the median ratio is under the target (after a minimum count and,
 like nvbench's ``--min-time``, a minimum measured time per side), or at a sample or time cap.
-On a CPU the same loop runs on the host clock.
+On a CPU the same loop runs on the host clock. The warm-up comes before the measurement's turn: in the
+worker it runs while the measurement queues for the device (``DeviceToken.approach``), beside the
+shared work still running, and the samples start once the turn is taken.
 
 The GPU's clocks are read once per batch, while it runs (``clocks.py``); each batch is judged
 one batch late, by the readings taken while the batches before and after it ran (which bracket
@@ -87,13 +89,17 @@ def measure_pair(
     shape: str,
     seed: int,
     tools: Instruments | None = None,
+    turn=None,
 ) -> tuple[Timing, dict]:
     """Time ``reference`` and ``candidate``: each a zero-argument closure, or a list of them, one per
     placement (the same call on inputs and outputs at other addresses; both lists equally long).
     Returns the summary and the raw samples.
 
     ``seed`` drives the random interleaving order, so a rerun samples in the same order. ``tools``: built
-    by ``instruments`` beforehand, else here.
+    by ``instruments`` beforehand, else here. ``turn``: called between the warm-up and the first sample,
+    it returns once the measurement has the device to itself (the worker's exclusive turn, where the
+    warm-up ran beside shared work while it queued: ``DeviceToken.approach``); the timing window starts
+    after it.
     """
     cuda = device.type == "cuda"
     references = list(reference) if isinstance(reference, (list, tuple)) else [reference]
@@ -111,9 +117,11 @@ def measure_pair(
             torch.cuda.synchronize(device)
     tools = tools or instruments(device, settings)
     sampler, monitor = tools.sampler, tools.monitor
+    warm_up([references[0], candidates[0]], sampler, settings.warmup_ms)  # other placements: same code
+    if turn is not None:
+        turn()
     window_start = time.time()
     started = time.perf_counter()
-    warm_up([references[0], candidates[0]], sampler, settings.warmup_ms)  # other placements: same code
     # Each placement's two closures by side: what a batch of it calls, and its audit call.
     placements = [{"reference": r, "candidate": c} for r, c in zip(references, candidates)]
     rng = random.Random(seed)
