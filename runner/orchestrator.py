@@ -381,11 +381,12 @@ class Orchestrator:
         if self.warmup_executor is None or self.settings.warmup_workers < 1:
             return [todo] if todo else []
         size = max(1, 4 * self.settings.warmup_workers)
+        to_warm = {id(e) for e in self._warmup_targets(todo, lanes)}  # the ledger read once
         chunks: list[list[Evaluation]] = []
         warms: list[bool] = []  # whether each chunk has candidates to warm up
         for start in range(0, len(todo), size):
             chunk = todo[start : start + size]
-            targets = bool(self._warmup_targets(chunk, lanes))
+            targets = any(id(e) in to_warm for e in chunk)
             if chunks and not (targets and warms[-1]):
                 chunks[-1].extend(chunk)
                 warms[-1] = warms[-1] or targets
