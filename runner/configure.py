@@ -90,6 +90,8 @@ def to_settings(cfg: DictConfig) -> RunSettings:
     for name in ("placements", "input_sets", "batch"):
         if cfg.eval.timing[name] < 1:
             raise ConfigError(f"eval.timing.{name} must be at least 1, not {cfg.eval.timing[name]}")
+    if not cfg.eval.timing.flush_l2_multiple > 0:
+        raise ConfigError(f"eval.timing.flush_l2_multiple must be over 0, not {cfg.eval.timing.flush_l2_multiple}")
     if not 0 < cfg.eval.timing.audit_share <= 1:
         raise ConfigError(f"eval.timing.audit_share must be over 0 and at most 1, not {cfg.eval.timing.audit_share}")
     if cfg.eval.timing.min_time_s < 0:

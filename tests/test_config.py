@@ -64,6 +64,7 @@ def test_presets_pick_what_they_promise():
         ("executor.admit_free_gib=-1", "executor.admit_free_gib must be 0 (off) or more, not -1"),
         ("eval.timing.audit_share=0", "eval.timing.audit_share must be over 0 and at most 1, not 0"),
         ("eval.timing.audit_share=1.5", "eval.timing.audit_share must be over 0 and at most 1, not 1.5"),
+        ("eval.timing.flush_l2_multiple=0", "eval.timing.flush_l2_multiple must be over 0, not 0"),
     ],
 )
 def test_bad_config_is_one_line(override, fragment):

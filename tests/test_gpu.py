@@ -35,9 +35,13 @@ def _two_reference_tasks(tmp_path, name: str, *overrides: str) -> list[dict]:
 
 
 def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
+    import torch
+
     for result in _two_reference_tasks(tmp_path, "gpu_check"):
         assert result["verdict"]["status"] == "correct", result["verdict"]
         assert result["timing"]["clock"] == "cuda_events" and result["timing"]["cache"] == "cold"
+        l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size
+        assert result["timing"]["flush_bytes"] == max(2 * l2_bytes, 64 << 20)  # two L2 sizes, by default
         assert {t["shape"] for t in result["trials"]} == {"small", "perf"}
         assert 0.9 < result["timing"]["speedup"] < 1.1
         assert result["environment"]["gpu_before"]["available"] is True

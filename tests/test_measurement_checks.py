@@ -337,6 +337,7 @@ def test_the_measurements_set_up_and_its_samples_file_stay_out_of_the_turn(monke
     settings = TimingSettings(min_samples=4, max_samples=8, batch=2, warmup_ms=0.0)
     result = evaluate_module.evaluate(_scale_job(tmp_path, settings), tmp_path)
     assert result.verdict.status == "correct" and result.timing.clocks_watched == "not a CUDA device"
+    assert result.timing.flush_bytes is None  # the host clock flushes nothing
     assert [log.count(step) for step in ("instruments", EXCLUSIVE, "let go", SAMPLES_FILE)] == [1, 1, 1, 1]
     assert log.index("instruments") < log.index(EXCLUSIVE) < log.index("let go") < log.index(SAMPLES_FILE)
     assert len(json.loads((tmp_path / "out" / SAMPLES_FILE).read_text())["reference"]) == 8

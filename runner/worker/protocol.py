@@ -58,6 +58,9 @@ class TimingSettings:
     # time (the two sides together) has run; none of it is kept (samplers.warm_up).
     warmup_ms: float = 25.0
     cold: bool = True  # flush L2 before every sample; False: "hot", the cache keeps what the last call left
+    # What a flush writes, in L2 sizes (the H100's L2: 50 MiB). Two evict whatever the last call left;
+    # nvbench writes one. What one size evicts on a given GPU is measured, not assumed (BENCHMARKS.md).
+    flush_l2_multiple: float = 2.0
     # "events": events queued per batch, one synchronisation per batch; batches also take an audit
     # sample of one side closed by a device-wide synchronisation, which exposes work left on other
     # streams. "device": every sample is closed by a device-wide synchronisation.
@@ -120,13 +123,14 @@ class Timing:
     speedup: float
     ratio_noise: float
     measured_s: float  # sum of the timed regions of both sides
-    wall_s: float  # wall time of the timing loop, warm-up included
+    wall_s: float  # wall time of the timing loop, from its turn (the warm-up runs before it) to its end
     stop_reason: str
     sync: str = "events"
     graphs: str = "off"  # "off", "on", or why capture failed (both sides then ran eagerly)
     input_sets: int = 1
     input_seed: int | None = None  # the seed of the timed input sets (TimingSettings.input_seed)
     clocks_watched: str = "not available"  # "nvml", or why the clocks were not watched
+    flush_bytes: int | None = None  # what the L2 flush wrote before every sample (cold on a GPU), else None
     sm_clock_mhz: float | None = None  # median SM clock over the kept batches
     throttled_batches: int = 0  # batches discarded because the GPU was slowed by heat or hardware
     cooled_s: float = 0.0  # idle seconds after throttled batches, waiting for the slowdown to clear

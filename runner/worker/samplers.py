@@ -48,6 +48,7 @@ class HostSampler:
 
     clock = "host_perf_counter"
     flushes = False
+    flush_bytes = None
 
     def launch(self, fns) -> list[float]:
         times = []
@@ -70,13 +71,15 @@ class CudaSampler:
 
     clock = "cuda_events"
 
-    def __init__(self, device: torch.device, cold: bool, device_sync: bool = False) -> None:
+    def __init__(self, device: torch.device, cold: bool, device_sync: bool = False, l2_multiple: float = 2.0) -> None:
         self.device = device
         self.flushes = cold
         self.device_sync = device_sync
         l2_bytes = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 50 << 20)
-        # Twice the L2 size, written before every sample, evicts whatever the last call left.
-        self.flush_buffer = torch.empty(max(2 * l2_bytes, 64 << 20), dtype=torch.int8, device=device) if cold else None
+        # ``l2_multiple`` L2 sizes (at least 64 MiB at two), written before every sample (TimingSettings).
+        size = max(int(l2_multiple * l2_bytes), int(l2_multiple * (32 << 20)))
+        self.flush_buffer = torch.empty(size, dtype=torch.int8, device=device) if cold else None
+        self.flush_bytes = size if cold else None
         self._event_sets: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = [[], []]
         self._next_set = 0
 

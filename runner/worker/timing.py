@@ -77,7 +77,11 @@ def instruments(device: torch.device, settings: TimingSettings) -> Instruments:
     session's full suite (BENCHMARKS.md) built inside, they took 9 ms of a turn (median; p90 35 ms, max
     171 ms), 3.5 s of its 327 s, with nothing measured."""
     cuda = device.type == "cuda"
-    sampler = CudaSampler(device, settings.cold, settings.sync == "device") if cuda else HostSampler()
+    sampler = (
+        CudaSampler(device, settings.cold, settings.sync == "device", settings.flush_l2_multiple)
+        if cuda
+        else HostSampler()
+    )
     return Instruments(sampler, ClockMonitor(device_uuid(device)))
 
 
@@ -266,6 +270,7 @@ def measure_pair(
         sync=settings.sync if cuda else "host",
         graphs=graphs,
         clocks_watched="nvml" if monitor.available else monitor.why,
+        flush_bytes=getattr(sampler, "flush_bytes", None),
         sm_clock_mhz=statistics.median(kept_clocks) if kept_clocks else None,
         throttled_batches=len(throttled),
         cooled_s=round(cooled, 3),
