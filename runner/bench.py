@@ -106,7 +106,8 @@ def duty(run_dir: Path) -> dict:
         "measured_of_device_phases_pct": 100 * measured / device_phases if device_phases else None,
         "measured_of_exclusive_pct": 100 * measured / exclusive if exclusive else None,
         # Where the lanes' wall time went, in parts that add up to it: measured; inside the turns but
-        # not measured (warm-up calls, L2 flushes, audit calls, clock reads); shared phases with no
+        # not measured (L2 flushes, audit calls, clock reads; the warm-up before the sixteenth session, since
+        # then in the shared phase while it queues); shared phases with no
         # turn beside them; the compile warm-up (it reserves every lane); and no device work at all
         # (start-up, workers not ready, results written, the end).
         "wall_parts_s": {

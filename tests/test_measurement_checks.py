@@ -144,7 +144,9 @@ def _measure_with(monitor, **overrides):
     options = dict(min_samples=4, max_samples=12, batch=2, warmup_ms=0.0, target_noise=0.0, time_cap_s=30)
     settings = TimingSettings(**{**options, **overrides})
     tools = timing_module.Instruments(HostSampler(), monitor)  # built before the turn, as the worker does
-    return timing_module.measure_pair(lambda: None, lambda: None, torch.device("cpu"), settings, "small", 0, tools)
+    return timing_module.measure_pair(
+        lambda: None, lambda: None, torch.device("cpu"), settings, "small", 0, tools=tools
+    )
 
 
 COOL, HOT = (0, 0), (0, 1000)  # a reading; one during which the thermal-violation counter grew
@@ -193,7 +195,7 @@ def test_the_next_batch_runs_while_the_last_one_is_read_and_judged():
 
     calling = lambda: calls.append("call")  # noqa: E731
     tools = timing_module.Instruments(HostSampler(), monitor)
-    result, raw = timing_module.measure_pair(calling, calling, torch.device("cpu"), settings, "small", 0, tools)
+    result, raw = timing_module.measure_pair(calling, calling, torch.device("cpu"), settings, "small", 0, tools=tools)
     warm = 6  # three warm-up calls per side
     batch = ["call"] * 4
     assert calls[warm:] == ["read", *batch, "read", *batch, "read", "read", *batch, "read", *batch, "read", "read"]
@@ -203,9 +205,11 @@ def test_the_next_batch_runs_while_the_last_one_is_read_and_judged():
     assert result.reference.samples == 4
 
 
-def test_the_warm_up_runs_before_the_turn_and_the_samples_after_it():
+@pytest.mark.parametrize("wait_s", [0.0, 0.05])
+def test_the_warm_up_runs_before_the_turn_and_the_samples_after_it(wait_s):
     """``turn`` is called once, between the warm-up's calls and the first batch's, and the timing window (what a
-    result says was measured alone) starts after it."""
+    result says was measured alone) starts after it. A turn that came long after the warm-up (the shared work it
+    waited for ran between) gets one more round of both sides first."""
     import torch
 
     from runner.worker import timing as timing_module
@@ -213,20 +217,22 @@ def test_the_warm_up_runs_before_the_turn_and_the_samples_after_it():
 
     calls: list[str] = []
     taken: list[float] = []
+
+    def turn():
+        time.sleep(wait_s)
+        calls.append("turn")
+        taken.append(time.time())
+
     settings = TimingSettings(min_samples=4, max_samples=4, batch=2, warmup_ms=0.0, target_noise=0.0)
     tools = timing_module.Instruments(HostSampler(), _ScriptedNvml([]))
+    calling = lambda: calls.append("call")  # noqa: E731
     result, _ = timing_module.measure_pair(
-        lambda: calls.append("call"),
-        lambda: calls.append("call"),
-        torch.device("cpu"),
-        settings,
-        "small",
-        0,
-        tools,
-        lambda: calls.append("turn") or taken.append(time.time()),
+        calling, calling, torch.device("cpu"), settings, "small", 0, tools=tools, turn=turn
     )
-    assert calls == ["call"] * 6 + ["turn"] + ["call"] * 8  # three warm-up rounds, the turn, two batches of two pairs
-    assert result.window[0] >= taken[0]
+    again = ["call"] * 2 if wait_s > timing_module.REWARM_AFTER_S else []
+    # three warm-up rounds, the turn, one more round after a long wait, two batches of two pairs
+    assert calls == ["call"] * 6 + ["turn"] + again + ["call"] * 8
+    assert result.window[0] >= taken[0] and result.turn_wait_s >= wait_s
 
 
 def test_no_batch_is_queued_behind_the_one_that_reaches_the_noise_target():
@@ -316,6 +322,64 @@ def _scale_job(tmp_path, settings) -> dict:
     }
 
 
+def test_the_samples_file_is_written_when_the_checks_after_timing_fail(monkeypatch, tmp_path):
+    """Written once the token is let go, the samples still land when a check after timing stops the evaluation."""
+    from runner.worker import evaluate as evaluate_module
+    from runner.worker.protocol import SAMPLES_FILE, TimingSettings
+
+    monkeypatch.setattr(evaluate_module, "unjoined_work", lambda gaps, median_ms: "work left on another stream")
+    settings = TimingSettings(min_samples=4, max_samples=8, batch=2, warmup_ms=0.0)
+    result = evaluate_module.evaluate(_scale_job(tmp_path, settings), tmp_path)
+    assert (result.verdict.status, result.verdict.reason) == ("integrity_violation", "unjoined_stream_work")
+    assert len(json.loads((tmp_path / "out" / SAMPLES_FILE).read_text())["candidate"]) == 8
+
+
+_FAILS_ON_ITS_THIRD_CALL = """
+import torch
+import torch.nn as nn
+
+calls = 0
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        global calls
+        calls += 1
+        if calls == 3:  # two checked calls (two trials of one shape); the third is the warm-up's first
+            raise RuntimeError("failed in the warm-up")
+        return x * 2.0
+"""
+
+
+def test_a_candidate_failing_in_its_warm_up_leaves_the_token_and_turnstile_free(monkeypatch, tmp_path):
+    """The warm-up runs holding the turnstile and the token shared (``DeviceToken.approach``, real flocks here):
+    a candidate raising there is its runtime error, and both locks are free afterwards for the next one."""
+    import fcntl
+    import os
+
+    from runner.worker import evaluate as evaluate_module
+    from runner.worker.device_token import TOKEN_ENV, create_token_files, turnstile_of
+    from runner.worker.protocol import SAMPLES_FILE, TimingSettings
+
+    token = create_token_files(tmp_path / "gpu-0.work")
+    monkeypatch.setenv(TOKEN_ENV, str(token))
+    job = _scale_job(tmp_path, TimingSettings(min_samples=4, max_samples=8, batch=2, warmup_ms=0.0))
+    (tmp_path / "candidate.py").write_text(_FAILS_ON_ITS_THIRD_CALL)
+    result = evaluate_module.evaluate(job, tmp_path)
+    assert (result.verdict.status, result.verdict.reason, result.verdict.stage) == (
+        "runtime_error", "timing_failed", "timing"
+    )  # fmt: skip
+    assert "failed in the warm-up" in result.verdict.message
+    modes = [mode for _, _, mode in result.environment["device_token"]["windows"]]
+    assert modes == ["shared", "shared"]  # set-up and checks; the approach, given up
+    for path in (token, turnstile_of(token)):
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises where anything is still held
+        finally:
+            os.close(descriptor)
+    assert not (tmp_path / "out" / SAMPLES_FILE).exists()
+
+
 def test_the_measurements_set_up_and_its_samples_file_stay_out_of_the_turn(monkeypatch, tmp_path):
     """The sampler and the clock monitor (NVML's handle; on a GPU the L2 flush buffer) are set up while the
     evaluation holds the token shared: their set-up took 3.5 s of the fifteenth session's turns. The raw
@@ -325,11 +389,13 @@ def test_the_measurements_set_up_and_its_samples_file_stay_out_of_the_turn(monke
     from runner.worker.protocol import SAMPLES_FILE, TimingSettings
 
     log: list[str] = []
-    build, hold, close, write = (
-        evaluate_module.instruments, DeviceToken.hold, DeviceToken.close, evaluate_module.write_json_atomic
+    build, hold, approach, close, write = (
+        evaluate_module.instruments, DeviceToken.hold, DeviceToken.approach, DeviceToken.close,
+        evaluate_module.write_json_atomic,
     )  # fmt: skip
     monkeypatch.setattr(evaluate_module, "instruments", lambda *a: log.append("instruments") or build(*a))
     monkeypatch.setattr(DeviceToken, "hold", lambda self, mode: log.append(mode) or hold(self, mode))
+    monkeypatch.setattr(DeviceToken, "approach", lambda self: log.append("approach") or approach(self))
     monkeypatch.setattr(DeviceToken, "close", lambda self: log.append("let go") or close(self))
     monkeypatch.setattr(
         evaluate_module, "write_json_atomic", lambda path, data: log.append(path.name) or write(path, data)
@@ -338,8 +404,9 @@ def test_the_measurements_set_up_and_its_samples_file_stay_out_of_the_turn(monke
     result = evaluate_module.evaluate(_scale_job(tmp_path, settings), tmp_path)
     assert result.verdict.status == "correct" and result.timing.clocks_watched == "not a CUDA device"
     assert result.timing.flush_bytes is None  # the host clock flushes nothing
-    assert [log.count(step) for step in ("instruments", EXCLUSIVE, "let go", SAMPLES_FILE)] == [1, 1, 1, 1]
-    assert log.index("instruments") < log.index(EXCLUSIVE) < log.index("let go") < log.index(SAMPLES_FILE)
+    steps = ("instruments", "approach", EXCLUSIVE, "let go", SAMPLES_FILE)
+    assert [log.count(step) for step in steps] == [1] * len(steps)
+    assert [log.index(step) for step in steps] == sorted(log.index(step) for step in steps)
     assert len(json.loads((tmp_path / "out" / SAMPLES_FILE).read_text())["reference"]) == 8
 
 
@@ -404,7 +471,9 @@ def _measure_audited(sampler, seed=7, candidate=None, **overrides):
     settings = TimingSettings(**{**options, **overrides})
     candidate = candidate or (lambda: None)
     tools = timing_module.Instruments(sampler(), timing_module.ClockMonitor(None))  # no NVML: none watched
-    return timing_module.measure_pair(lambda: None, candidate, torch.device("cuda"), settings, "small", seed, tools)
+    return timing_module.measure_pair(
+        lambda: None, candidate, torch.device("cuda"), settings, "small", seed, tools=tools
+    )
 
 
 @pytest.mark.parametrize("share", [0.25, 1.0])

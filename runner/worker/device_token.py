@@ -105,6 +105,7 @@ class DeviceToken:
                 return
             asked = time.time()
             self.record["windows"][-1][1] = asked
+            self.mode = None  # flock lets go of the shared lock first: held in no mode until the turn
             try:
                 # Shared to exclusive: flock lets go, then waits. Nobody else can ask in between (asking goes
                 # through the turnstile, held here); it waits for the shared holders that were in before.

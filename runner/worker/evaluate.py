@@ -164,7 +164,10 @@ def evaluate(job: dict, job_dir: Path) -> Result:
                 _run(job, job_dir, device, result, clock, screened, token, held_back)
         finally:
             for path, data in held_back.items():
-                write_json_atomic(path, data)
+                try:
+                    write_json_atomic(path, data)
+                except OSError as exc:  # the verdict stands (a _Stop in flight is not replaced): recorded
+                    result.environment.setdefault("not_written", {})[path.name] = str(exc)[:300]
     except _Stop as stop:
         result.verdict = stop.verdict
     except torch.OutOfMemoryError as exc:  # in kbench's own steps (inputs, snapshots, checks): whose was it?
@@ -205,7 +208,7 @@ def _run(
     clock: _StageClock,
     screened: StaticReport,
     token: DeviceToken,
-    held_back: dict,
+    held_back: dict[Path, object],
 ) -> None:
     task = job["task"]
     seed = int(job["seed"])
@@ -352,8 +355,8 @@ def _run(
             settings,
             timed_shape,
             seed,
-            tools,
-            take_turn,
+            tools=tools,
+            turn=take_turn,
         )
     except GpuThrottled as exc:  # the GPU's fault, not the candidate's: no verdict on its speed
         raise _Stop(Verdict("infra_error", "gpu_throttled", str(exc)[:500], "timing")) from None
@@ -365,7 +368,8 @@ def _run(
     timing.input_seed = timed_seed
     result.timing = timing
     # Written after the token is let go: the next measurement waits for this evaluation's checks after timing
-    # (shared), and a file written meanwhile would be host work it waits for too.
+    # (shared), and a file written meanwhile would be host work it waits for too. A worker killed during
+    # those checks (its time limit) leaves no samples file; the result says why it ended.
     held_back[job_dir / OUT_DIR / SAMPLES_FILE] = raw
     clock.mark("checks_after_timing")
     checks = result.integrity.setdefault("runtime_checks", [])

@@ -131,6 +131,8 @@ class Timing:
     input_seed: int | None = None  # the seed of the timed input sets (TimingSettings.input_seed)
     clocks_watched: str = "not available"  # "nvml", or why the clocks were not watched
     flush_bytes: int | None = None  # what the L2 flush wrote before every sample (cold on a GPU), else None
+    # From the warm-up's end to the turn (the shared work still in); longer than the warm-up: one more round.
+    turn_wait_s: float = 0.0
     sm_clock_mhz: float | None = None  # median SM clock over the kept batches
     throttled_batches: int = 0  # batches discarded because the GPU was slowed by heat or hardware
     cooled_s: float = 0.0  # idle seconds after throttled batches, waiting for the slowdown to clear

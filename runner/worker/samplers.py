@@ -71,7 +71,7 @@ class CudaSampler:
 
     clock = "cuda_events"
 
-    def __init__(self, device: torch.device, cold: bool, device_sync: bool = False, l2_multiple: float = 2.0) -> None:
+    def __init__(self, device: torch.device, cold: bool, device_sync: bool, l2_multiple: float) -> None:
         self.device = device
         self.flushes = cold
         self.device_sync = device_sync

@@ -48,13 +48,14 @@ import math
 import random
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from runner.worker.clocks import ClockMonitor, device_uuid
 from runner.worker.protocol import Timing, TimingSettings, TimingSummary
-from runner.worker.samplers import CudaSampler, HostSampler, warm_up
+from runner.worker.samplers import CudaSampler, HostSampler, run_batch, warm_up
 
 _SIDES = ("reference", "candidate")
 
@@ -92,8 +93,9 @@ def measure_pair(
     settings: TimingSettings,
     shape: str,
     seed: int,
+    *,
     tools: Instruments | None = None,
-    turn=None,
+    turn: Callable[[], None] | None = None,
 ) -> tuple[Timing, dict]:
     """Time ``reference`` and ``candidate``: each a zero-argument closure, or a list of them, one per
     placement (the same call on inputs and outputs at other addresses; both lists equally long).
@@ -122,8 +124,13 @@ def measure_pair(
     tools = tools or instruments(device, settings)
     sampler, monitor = tools.sampler, tools.monitor
     warm_up([references[0], candidates[0]], sampler, settings.warmup_ms)  # other placements: same code
+    waited = 0.0
     if turn is not None:
+        asked = time.perf_counter()
         turn()
+        waited = time.perf_counter() - asked
+        if waited > max(settings.warmup_ms / 1000.0, REWARM_AFTER_S):
+            run_batch(sampler, [references[0], candidates[0]])  # the warm-up lies further back than it lasted
     window_start = time.time()
     started = time.perf_counter()
     # Each placement's two closures by side: what a batch of it calls, and its audit call.
@@ -271,6 +278,7 @@ def measure_pair(
         graphs=graphs,
         clocks_watched="nvml" if monitor.available else monitor.why,
         flush_bytes=getattr(sampler, "flush_bytes", None),
+        turn_wait_s=round(waited, 6),
         sm_clock_mhz=statistics.median(kept_clocks) if kept_clocks else None,
         throttled_batches=len(throttled),
         cooled_s=round(cooled, 3),
@@ -295,6 +303,10 @@ def measure_pair(
     }
     return timing, raw
 
+
+# A turn that came this long after the warm-up (or longer than ``warmup_ms``) gets one more round of both sides
+# before its samples: the shared work it waited for ran between (``Timing.turn_wait_s``).
+REWARM_AFTER_S = 0.005
 
 # Audit calls kept per side before the noise target may stop the sampling: the gap is judged on their median.
 MIN_AUDITS = 3
