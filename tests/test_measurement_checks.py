@@ -441,6 +441,7 @@ class _AuditingHostSampler:
 
     clock = "host_perf_counter"
     flushes = False
+    flush_bytes = None
     slowed: frozenset = frozenset()
 
     def __init__(self) -> None:

@@ -77,7 +77,7 @@ class CudaSampler:
         self.device_sync = device_sync
         l2_bytes = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 50 << 20)
         # ``l2_multiple`` L2 sizes (at least 64 MiB at two), written before every sample (TimingSettings).
-        size = max(int(l2_multiple * l2_bytes), int(l2_multiple * (32 << 20)))
+        size = int(l2_multiple * max(l2_bytes, 32 << 20))
         self.flush_buffer = torch.empty(size, dtype=torch.int8, device=device) if cold else None
         self.flush_bytes = size if cold else None
         self._event_sets: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = [[], []]

@@ -184,12 +184,11 @@ def measure_pair(
             audited = None
             if auditing:
                 owed = _audit_counts(audits, pending)
+                due = sides[(first_audited + audits_taken) % 2]  # the alternation's next side
                 if min(owed.values()) < MIN_AUDITS:
-                    audited = min(
-                        sides, key=lambda side: (owed[side], side != sides[(first_audited + audits_taken) % 2])
-                    )
+                    audited = min(sides, key=lambda side: (owed[side], side != due))
                 elif audit_draws.random() < settings.audit_share:
-                    audited = sides[(first_audited + audits_taken) % 2]
+                    audited = due
                 audits_taken += audited is not None
             placement = (launched - 1) % len(placements)
             calls = placements[placement]
@@ -277,7 +276,7 @@ def measure_pair(
         sync=settings.sync if cuda else "host",
         graphs=graphs,
         clocks_watched="nvml" if monitor.available else monitor.why,
-        flush_bytes=getattr(sampler, "flush_bytes", None),
+        flush_bytes=sampler.flush_bytes,
         turn_wait_s=round(waited, 6),
         sm_clock_mhz=statistics.median(kept_clocks) if kept_clocks else None,
         throttled_batches=len(throttled),
