@@ -325,6 +325,51 @@ def test_the_first_evaluation_gets_its_worker_before_the_spares(tmp_path: Path):
         executor.close()
 
 
+def test_concurrent_refills_start_the_spares_once(tmp_path: Path):
+    """Regression: the run's first evaluations refill the spares from their own threads at once, and each
+    counted only the spares already waiting, not the ones on their way: on the H100 eight refills of six
+    started 18-31 workers in the run's first 15 s, whose CUDA contexts disturbed its first measurements
+    and took memory an admitted evaluation then ran out of. Now the ones on their way count; a start that
+    fails gives back its place and the ones after it."""
+    import threading
+    import time
+
+    from runner.executors.base import SparePool
+
+    pool = SparePool()
+    started: list[str] = []
+    gate = threading.Barrier(8)
+
+    def slow_start(gpu):
+        started.append(gpu)
+        time.sleep(0.05)  # a worker's start: the others refill meanwhile
+        return f"spare {len(started)}"
+
+    def refill():
+        gate.wait(timeout=10)
+        pool.refill("gpu0", 6, slow_start)
+
+    threads = [threading.Thread(target=refill) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(started) == 6 and len(pool.members()) == 6
+    assert pool.take("gpu0", lambda spare: True) == "spare 1"
+    pool.refill("gpu0", 6, slow_start)  # one taken: one more
+    assert len(started) == 7
+
+    def failing_start(gpu):
+        raise OSError("no more processes")
+
+    for _ in range(6):
+        pool.take("gpu1", lambda spare: True)
+    with pytest.raises(OSError):
+        pool.refill("gpu1", 3, failing_start)
+    pool.refill("gpu1", 3, slow_start)  # the failed starts hold no place
+    assert len(started) == 10
+
+
 def test_chunks_only_where_the_compile_warm_up_has_work(tmp_path: Path, monkeypatch):
     """A chunk's end drains the pipeline, so the sweep is cut into chunks (of 4 × warmup_workers) only
     where a chunk has candidates to warm up: the reference's evaluations, and a second pass whose

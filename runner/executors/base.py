@@ -96,6 +96,7 @@ class SparePool:
 
     def __init__(self) -> None:
         self._spares: dict[str | None, list] = {}
+        self._starting: dict[str | None, int] = {}  # spares being started now, per device, not in the list yet
         self._filled: set = set()  # the devices spares were ever started for
         self._running: set = set()
         self._lock = threading.Lock()
@@ -122,14 +123,26 @@ class SparePool:
             return gpu not in self._filled
 
     def refill(self, gpu: str | None, count: int, start) -> None:
-        """Start spares for ``gpu`` (``start(gpu)``) until ``count`` wait; started outside the lock, as
-        a container takes a while to start."""
+        """Start spares for ``gpu`` (``start(gpu)``) until ``count`` wait or are on their way; started outside
+        the lock, as a container takes a while to start. The ones on their way count: the run's first
+        evaluations refill at once from their own threads, and before they did, each of eight started the
+        whole ``count`` (on the H100, 18-31 workers making CUDA contexts in the run's first 15 s instead of
+        at most 14, beside its first measurements: BENCHMARKS.md, seventeenth session)."""
         with self._lock:
             self._filled.add(gpu)
-            missing = count - len(self._spares.setdefault(gpu, []))
-        for _ in range(missing):
-            spare = start(gpu)
+            missing = count - len(self._spares.setdefault(gpu, [])) - self._starting.get(gpu, 0)
+            if missing <= 0:
+                return
+            self._starting[gpu] = self._starting.get(gpu, 0) + missing
+        for started in range(missing):
+            try:
+                spare = start(gpu)
+            except BaseException:
+                with self._lock:
+                    self._starting[gpu] -= missing - started  # this one and the ones not started
+                raise
             with self._lock:
+                self._starting[gpu] -= 1
                 self._spares[gpu].append(spare)
 
     @contextmanager
