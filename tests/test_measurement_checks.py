@@ -327,7 +327,9 @@ def test_the_samples_file_is_written_when_the_checks_after_timing_fail(monkeypat
     from runner.worker import evaluate as evaluate_module
     from runner.worker.protocol import SAMPLES_FILE, TimingSettings
 
-    monkeypatch.setattr(evaluate_module, "unjoined_work", lambda gaps, median_ms: "work left on another stream")
+    monkeypatch.setattr(
+        evaluate_module, "unjoined_work", lambda gaps, median_ms, recheck: "work left on another stream"
+    )
     settings = TimingSettings(min_samples=4, max_samples=8, batch=2, warmup_ms=0.0)
     result = evaluate_module.evaluate(_scale_job(tmp_path, settings), tmp_path)
     assert (result.verdict.status, result.verdict.reason) == ("integrity_violation", "unjoined_stream_work")
@@ -518,3 +520,97 @@ def test_one_slowed_audit_is_no_evidence_but_work_left_in_every_audit_is(which):
     leaves_work.leaves_work = True
     timing, _ = _measure_audited(_AuditingHostSampler, candidate=leaves_work, audit_share=0.25)
     assert "work on another stream was not timed" in unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms)
+
+
+class _RecordingAuditor(_AuditingHostSampler):
+    """``_AuditingHostSampler`` that keeps every batch's sample times and every audited call, in order; a call
+    marked ``disturbed_while_measured`` has each of its audits among the first ``measured_audits`` slowed by
+    3 ms, as other processes making CUDA contexts slowed one side's audits on the H100, and none after."""
+
+    measured_audits = 8  # min_samples = max_samples = 40 in batches of 5, every batch audited
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[float]] = []
+        self.audited: list = []
+
+    def launch(self, fns) -> dict:
+        handle = super().launch(fns)
+        self.batches.append(handle["times"])
+        return handle
+
+    def close(self, handle: dict, audit=None) -> None:
+        disturbed = self._audits < self.measured_audits and getattr(audit, "disturbed_while_measured", False)
+        super().close(handle, audit)
+        if audit is not None:
+            self.audited.append(audit)
+            handle["audit"] += 3.0 * disturbed
+
+
+def _measure_rechecked(candidate):
+    """``candidate`` against a reference of its own on ``_RecordingAuditor``: 8 batches, each audited."""
+    sampler = _RecordingAuditor()
+    timing, raw = _measure_audited(
+        lambda: sampler, candidate=candidate, audit_share=1.0, min_samples=40, max_samples=40
+    )
+    return timing, raw, sampler
+
+
+def test_audits_disturbed_while_measuring_are_taken_again_and_the_fresh_ones_judged():
+    """H100, a reference against itself while other processes made CUDA contexts: the candidate's audits were
+    slowed by up to 4 ms, its gap's excess over the reference's 2.28 ms, flagged. Five fresh audits per side,
+    the sides alternating, are judged instead; the first gaps stay on record, the samples as measured."""
+    from runner.worker.timing import RECHECK_AUDITS
+
+    def candidate():
+        return None
+
+    candidate.disturbed_while_measured = True
+    timing, raw, sampler = _measure_rechecked(candidate)
+    recheck = timing.audit_recheck
+    assert recheck is not None and "work on another stream was not timed" in recheck["why"]
+    assert recheck["first_gap_ms"]["candidate"] > 2.9 and recheck["audits_per_side"] == RECHECK_AUDITS
+    assert {side: len(values) for side, values in raw["sync_audit"].items()} == {"reference": 4, "candidate": 4}
+    assert {side: len(values) for side, values in raw["sync_audit_recheck"].items()} == {
+        "reference": RECHECK_AUDITS, "candidate": RECHECK_AUDITS
+    }  # fmt: skip
+    assert timing.sync_gap_ms["candidate"] < 1.0
+    assert unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms, recheck) is None
+    fresh = sampler.audited[-2 * RECHECK_AUDITS :]
+    first, second = fresh[:2]  # the sides alternate, from either
+    assert first is not second and candidate in (first, second)
+    assert fresh == [first, second] * RECHECK_AUDITS
+    # The recheck's batches (one call of the audited side) come last and are not samples: the 8 measured are.
+    measured, rechecks = sampler.batches[-8 - 2 * RECHECK_AUDITS : -2 * RECHECK_AUDITS], sampler.batches[-10:]
+    assert all(len(batch) == 1 for batch in rechecks)
+    by_side = {"reference": [], "candidate": []}
+    for side, elapsed in zip(raw["order"], [t for batch in measured for t in batch]):
+        by_side[side].append(elapsed)
+    assert by_side == {"reference": raw["reference"], "candidate": raw["candidate"]}
+    assert timing.reference.samples == timing.candidate.samples == 40
+
+
+def test_work_left_on_another_stream_is_flagged_again_by_the_recheck():
+    """Hidden work lengthens every audit, the fresh ones too: still flagged, and the evidence says so."""
+
+    def leaves_work():
+        return None
+
+    leaves_work.leaves_work = True
+    timing, raw, _ = _measure_rechecked(leaves_work)
+    assert timing.audit_recheck is not None and min(raw["sync_audit_recheck"]["candidate"]) > 30.0
+    evidence = unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms, timing.audit_recheck)
+    assert "work on another stream was not timed" in evidence
+    assert "the audits were taken twice: a recheck of 5 audits per side confirmed" in evidence
+
+
+def test_no_recheck_where_the_measurements_audits_show_nothing():
+    """Quiet audits judged as they are: no audit beyond the measured batches', none recorded as a recheck."""
+    import statistics
+
+    timing, raw, sampler = _measure_rechecked(lambda: None)
+    assert timing.audit_recheck is None and raw["sync_audit_recheck"] == {"reference": [], "candidate": []}
+    assert len(sampler.audited) == _RecordingAuditor.measured_audits
+    assert timing.sync_gap_ms == {
+        side: statistics.median(raw["sync_audit"][side]) - statistics.median(raw[side]) for side in raw["sync_audit"]
+    }

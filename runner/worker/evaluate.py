@@ -374,7 +374,7 @@ def _run(
     clock.mark("checks_after_timing")
     checks = result.integrity.setdefault("runtime_checks", [])
     checks += ["timed_output", "sync_audit"] if device.type == "cuda" else ["timed_output"]
-    evidence = unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms)
+    evidence = unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms, timing.audit_recheck)
     if evidence:
         raise _Stop(Verdict("integrity_violation", "unjoined_stream_work", evidence, "timing"))
     roofline = roofline_for(task, dims, job.get("peaks")) if device.type == "cuda" else None

@@ -10,7 +10,8 @@ the evidence in the message. The checks here need no profiler and run on CPU and
   the worker still holds (a result cached across calls);
 - ``input_mutated``: an input's bytes changed during the call;
 - ``unjoined_stream_work``: timed with a device-wide synchronisation the candidate takes much
-  longer than its events say (work left running on another stream, so not measured);
+  longer than its events say (work left running on another stream, so not measured), in a fresh
+  set of audits too where the measurement's own flagged it (``timing.py``);
 - ``timed_output_mismatch``: the output of the last timed call (inputs rotating among several
   sets) is wrong, i.e. the candidate was correct only while it was being checked;
 - ``thread_left_running``: a Python thread started during a checked call is still alive after
@@ -156,17 +157,29 @@ UNJOINED_MIN_MS = 0.1
 UNJOINED_FRACTION = 0.75
 
 
-def unjoined_work(sync_gap_ms: dict, candidate_median_ms: float) -> str | None:
-    """Evidence of candidate work the end event did not wait for, or None."""
+def unjoined_work(sync_gap_ms: dict, candidate_median_ms: float, recheck: dict | None = None) -> str | None:
+    """Evidence of candidate work the end event did not wait for, or None. ``recheck``: ``Timing.audit_recheck``
+    where ``sync_gap_ms`` comes from a second set of audits, taken because the first flagged (``timing.py``)."""
+    excess = _audit_excess(sync_gap_ms)
+    if excess is None or excess <= max(UNJOINED_MIN_MS, UNJOINED_FRACTION * (candidate_median_ms + excess)):
+        return None
+    evidence = (
+        f"closed by a device-wide synchronisation the candidate takes {excess:.4f} ms longer than its events "
+        f"measure ({candidate_median_ms:.4f} ms): work on another stream was not timed"
+    )
+    if recheck:
+        evidence += (
+            f"; the audits were taken twice: a recheck of {recheck['audits_per_side']} audits per side confirmed "
+            f"the first set's {_audit_excess(recheck['first_gap_ms']):.4f} ms"
+        )
+    return evidence
+
+
+def _audit_excess(sync_gap_ms: dict) -> float | None:
+    """The candidate's sync gap beyond the reference's (a negative one counted as none); None unless both audited."""
     if "candidate" not in sync_gap_ms or "reference" not in sync_gap_ms:
         return None
-    excess = sync_gap_ms["candidate"] - max(sync_gap_ms["reference"], 0.0)
-    if excess > max(UNJOINED_MIN_MS, UNJOINED_FRACTION * (candidate_median_ms + excess)):
-        return (
-            f"closed by a device-wide synchronisation the candidate takes {excess:.4f} ms longer than its events "
-            f"measure ({candidate_median_ms:.4f} ms): work on another stream was not timed"
-        )
-    return None
+    return sync_gap_ms["candidate"] - max(sync_gap_ms["reference"], 0.0)
 
 
 class ThreadCensus:

@@ -28,8 +28,14 @@ can be slowed by something else: a reference measured against itself on the H100
 28.2 ms for a 3.5 ms call, and with that audit its only one the candidate side was flagged
 (BENCHMARKS.md, fifteenth session); the median of three is not moved by one. The gap between the
 audited and the event-timed medians exposes work left running on another stream (``sync_gap_ms``;
-judged in ``integrity.py``). ``sync="device"`` closes every sample that way; ``graphs=True`` replays
-each side as a CUDA graph, keeping launch overhead out.
+judged in ``integrity.py``). Where the measurement's audits would flag it, ``RECHECK_AUDITS`` fresh
+audits of each side are taken before the turn ends, each closing a batch of its own whose samples are
+not kept, and the gap of those alone is judged (``audit_recheck`` records the first): a reference
+measured against itself on the H100 while other processes made CUDA contexts had audits of up to
+4.9 ms for a 0.715 ms call, more of them on the candidate side, and was flagged with an excess of
+2.28 ms (BENCHMARKS.md, seventeenth session). Work left on another stream lengthens every audit, the
+fresh ones too; a disturbance that has passed does not. ``sync="device"`` closes every sample that
+way; ``graphs=True`` replays each side as a CUDA graph, keeping launch overhead out.
 
 Where the inputs and outputs lie in memory moves some kernels' times by more than the noise of one
 placement (a transpose's speedup by up to 5% on the H100, where one measurement's ratio noise was
@@ -54,6 +60,7 @@ from dataclasses import dataclass
 import torch
 
 from runner.worker.clocks import ClockMonitor, device_uuid
+from runner.worker.integrity import unjoined_work
 from runner.worker.protocol import Timing, TimingSettings, TimingSummary
 from runner.worker.samplers import CudaSampler, HostSampler, run_batch, warm_up
 
@@ -257,9 +264,10 @@ def measure_pair(
             f"no sample kept: the GPU was slowed in all {len(throttled)} batches, {cooled:.1f} s of cool-down "
             f"between them did not help ({throttled[-1]['why']})"
         )
-    wall = time.perf_counter() - started
     ref = _summarise(samples["reference"])
     cand = _summarise(samples["candidate"])
+    gaps, recheck, rechecked = _judged_sync_gaps(audits, samples, cand.median_ms, sampler, placements, rng)
+    wall = time.perf_counter() - started
     kept_clocks = [c for c in clocks["reference"] if c is not None]
     spread, placement_noise = _placement_spread(samples, placed, settings.batch)
     timing = Timing(
@@ -282,9 +290,8 @@ def measure_pair(
         throttled_batches=len(throttled),
         cooled_s=round(cooled, 3),
         power_capped_batches=power_capped,
-        sync_gap_ms={
-            side: statistics.median(audits[side]) - statistics.median(samples[side]) for side in sides if audits[side]
-        },
+        sync_gap_ms=gaps,
+        audit_recheck=recheck,
         window=[window_start, time.time()],
         placements=len(placements),
         placement_spread=spread,
@@ -298,6 +305,7 @@ def measure_pair(
         "batch_placement": placed,
         "batch_window": windows,
         "sync_audit": audits,
+        "sync_audit_recheck": rechecked,
         "throttled_batches": throttled,
     }
     return timing, raw
@@ -309,6 +317,45 @@ REWARM_AFTER_S = 0.005
 
 # Audit calls kept per side before the noise target may stop the sampling: the gap is judged on their median.
 MIN_AUDITS = 3
+
+
+# Audits per side taken again where the measurement's own would flag unjoined work: the gap judged is their median.
+RECHECK_AUDITS = 5
+
+
+def _judged_sync_gaps(
+    audits: dict, samples: dict, candidate_median_ms: float, sampler, placements: list[dict], rng: random.Random
+) -> tuple[dict, dict | None, dict]:
+    """The sync gaps to judge (``Timing.sync_gap_ms``), the recheck's record (``Timing.audit_recheck``) and its
+    audit times per side. The measurement's own gaps where they show no unjoined work (no audits: none shown);
+    else those of ``RECHECK_AUDITS`` fresh audits of each side against the same sample medians, the sides
+    alternating from one drawn by ``rng``, placements in turn."""
+    gaps = _sync_gaps(audits, samples)
+    suspicion = unjoined_work(gaps, candidate_median_ms)
+    if suspicion is None:
+        return gaps, None, {side: [] for side in _SIDES}
+    first = rng.randrange(2)
+    rechecked = {side: [] for side in _SIDES}
+    for k in range(2 * RECHECK_AUDITS):
+        side = _SIDES[(first + k) % 2]
+        rechecked[side].append(_lone_audit(sampler, placements[k % len(placements)], side))
+    recheck = {"why": suspicion, "first_gap_ms": gaps, "audits_per_side": RECHECK_AUDITS}
+    return _sync_gaps(rechecked, samples), recheck, rechecked
+
+
+def _lone_audit(sampler, calls: dict, side: str) -> float:
+    """One audit of ``side``, closing a batch of its own: one call of that side, queued ahead of it as a measured
+    batch is and thrown away (the measurement's samples stay as they were). Not both sides: in a probe on the H100
+    (a 0.05 ms gelu against a candidate leaving 20 more on a side stream), with a candidate's call ahead the
+    device-wide synchronisation closing the reference's audit waited for that call's side-stream work, 1.5 ms,
+    and took that much off the candidate's excess; with the audited side's own call ahead, 0.07 ms."""
+    _, audit_ms = run_batch(sampler, [calls[side]], calls[side])
+    return audit_ms
+
+
+def _sync_gaps(audits: dict, samples: dict) -> dict:
+    """Each audited side's median audit minus the median of its samples, in ms."""
+    return {side: statistics.median(audits[side]) - statistics.median(samples[side]) for side in _SIDES if audits[side]}
 
 
 def _audit_counts(audits: dict, queued: _Queued | None) -> dict:
