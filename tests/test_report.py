@@ -81,3 +81,17 @@ def test_the_report_names_the_evaluations_that_placement_moves():
     assert "| reference | t0 | 1.0000 | 0.100% | 0.900% |" in text and "| t1 |" not in text
     frame["placement_noise"] = None  # one placement sampled (or a run from before): no section
     assert "placement" not in render_report(frame, {"name": "r"})
+
+
+def test_the_report_names_the_evaluations_whose_audits_were_taken_twice():
+    """A reference against itself on the H100 had its audits disturbed by other processes' CUDA contexts and
+    was flagged for unjoined stream work; now fresh audits are judged, and the report lists every evaluation
+    that needed them with its verdict, so a confirmed flag and a cleared one are both visible."""
+    frame = _frame([1.0, 1.0, 1.0])
+    frame["audits_rechecked"] = [True, False, None]  # None: no timing (or a result from before)
+    frame.loc[2, ["verdict", "reason"]] = ["integrity_violation", "unjoined_stream_work"]
+    text = render_report(frame, {"name": "r"})
+    assert "## Audits taken twice" in text and "1 evaluations:" in text
+    assert "| reference | t0 | correct |  |" in text and "| t1 |" not in text.split("## Audits taken twice")[1]
+    frame["audits_rechecked"] = None
+    assert "Audits taken twice" not in render_report(frame, {"name": "r"})

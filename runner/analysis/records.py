@@ -24,6 +24,7 @@ COLUMNS = [
     "candidate_ms",
     "ratio_noise",
     "placement_noise",
+    "audits_rechecked",
     "samples",
     "measured_s",
     "duration_s",
@@ -53,6 +54,8 @@ def flatten(job: dict, result: Result) -> dict:
         "candidate_ms": timing.candidate.median_ms if timing else None,
         "ratio_noise": timing.ratio_noise if timing else None,
         "placement_noise": timing.placement_noise if timing else None,
+        # Its measurement's sync audits would have flagged unjoined work and fresh ones were judged (timing.py)
+        "audits_rechecked": bool(timing.audit_recheck) if timing else None,
         "samples": timing.candidate.samples if timing else None,
         "measured_s": timing.measured_s if timing else 0.0,
         "duration_s": result.finished_at - result.started_at if result.finished_at else None,

@@ -118,6 +118,7 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
         lines += [f"## Per category — {method}", ""]
         lines += _table(list(table.columns), table.values.tolist()) + [""]
     lines += _placement_section(frame)
+    lines += _recheck_section(frame)
     failures = frame[frame["verdict"] != "correct"]
     if not failures.empty:
         lines += ["## Not correct", ""]
@@ -159,6 +160,24 @@ def _placement_section(frame: pd.DataFrame) -> list[str]:
     ]
     header = ["method", "task", "speedup", "ratio noise", "placement noise"]
     return lines + _table(header, rows) + [""]
+
+
+def _recheck_section(frame: pd.DataFrame) -> list[str]:
+    """The evaluations whose measurement's sync audits would have flagged work left on another stream, so that
+    fresh audits were judged instead (runner/worker/timing.py): a disturbed GPU, or a candidate confirmed as
+    hiding work (its verdict says which). No section where none was."""
+    rechecked = frame[frame["audits_rechecked"].fillna(False).astype(bool)]
+    if rechecked.empty:
+        return []
+    lines = ["## Audits taken twice", ""]
+    lines += [
+        f"{len(rechecked)} evaluations: their measurement's audits (calls closed by a device-wide synchronisation) "
+        "ran longer than their events by more than unjoined stream work allows, so five fresh audits per side were "
+        "taken and judged instead; the first ones are in each result (`timing.audit_recheck`).",
+        "",
+    ]
+    rows = rechecked[["method", "task_id", "verdict", "reason"]].values.tolist()
+    return lines + _table(["method", "task", "verdict", "reason"], rows) + [""]
 
 
 def _device_line(env: dict) -> str:
