@@ -51,7 +51,7 @@ def _quantiles(values: list[float]) -> dict:
 def duty(run_dir: Path) -> dict:
     """Measured time over wall time; and where the rest went: the device phases (the GPU's work token
     held by some evaluation, see ``runner/worker/device_token.py``), the measurements' exclusive turns
-    and the compile warm-up.
+    and the compile warm-up; and the gaps between turns, hand-overs apart from cohorts (``between_turns``).
 
     With several GPUs (``hardware.gpus``) each has its own token, a lane: turns on different GPUs
     may overlap (that is the point), so the turns and phases are judged per lane, and the shares
@@ -62,10 +62,12 @@ def duty(run_dir: Path) -> dict:
     wall = float(manifest.get("wall_s") or 0.0)
     setup = float(manifest.get("setup_s") or 0.0)
     lanes: dict[str, list] = {}
+    lane_results: dict[str, list] = {}  # per lane, each result's windows apart
     for _, r in results:
         record = r.environment.get("device_token", {})
         if "path" in record:  # a worker that died before holding the token left no record: no lane of its own
             lanes.setdefault(record["path"], []).extend(token_windows(record))
+            lane_results.setdefault(record["path"], []).append(token_windows(record))
     # The run's lanes (a GPU given no evaluation still had its wall time), at least those seen.
     lane_count = max(int(manifest.get("lanes") or 1), len(lanes))
     lane_wall = wall * lane_count
@@ -120,7 +122,41 @@ def duty(run_dir: Path) -> dict:
         # From each lane's first window to its last, summed: in a run made in one go, the lanes' wall
         # time minus this is its start and end, so the rest of ``no_device_work`` lies between windows.
         "first_to_last_window_s": spans,
+        "between_turns": between_turns(lane_results.values()),
         "slot_parts_s": slot_parts(results),
+    }
+
+
+# A gap between two turns up to this long is a hand-over: the next measurement's warm-up beside the last one's
+# checks after timing (44 ms, median, in a full suite on the H100: BENCHMARKS.md, seventeenth session). A longer
+# one holds the first shared phases of evaluations started meanwhile (their reference outputs and correctness
+# calls, 0.6-0.7 s each), which run together, a cohort, until the next measurement may start.
+HAND_OVER_S = 0.1
+
+
+def between_turns(lanes) -> dict:
+    """Where the time between consecutive turns went, per lane, pooled: hand-overs, and the longer gaps with how
+    many evaluations had their first shared phase in each. ``lanes``: per lane, each result's closed windows."""
+    hand_overs: list[float] = []
+    longer: list[float] = []
+    members: list[int] = []
+    for windows in lanes:
+        turns = sorted((start, end) for result in windows for start, end, mode in result if mode == EXCLUSIVE)
+        firsts = [result[0][:2] for result in windows if result and result[0][2] != EXCLUSIVE]
+        for (_, end), (start, _) in zip(turns, turns[1:]):
+            gap = max(0.0, start - end)
+            if gap <= HAND_OVER_S:
+                hand_overs.append(gap)
+            else:
+                longer.append(gap)
+                members.append(sum(1 for first_start, first_end in firsts if first_start < start and first_end > end))
+
+    def part(gaps: list[float]) -> dict:
+        return {"n": len(gaps), "s": sum(gaps), "median_s": statistics.median(gaps) if gaps else None}
+
+    return {
+        "hand_overs": part(hand_overs),
+        "longer": {**part(longer), "median_first_phases": statistics.median(members) if members else None},
     }
 
 

@@ -241,3 +241,28 @@ def test_slot_parts_add_up_to_each_slots_time(two_passes, tmp_path: Path):
     assert again["first_try"] == pytest.approx(1.5)
     assert again["memory_admission"] == pytest.approx(parts["memory_admission"] + 0.5)
     assert sum(again.values()) == pytest.approx(total)  # the gate's step shortened by the 2 s moved
+
+
+def test_between_turns_splits_hand_overs_from_cohorts(two_passes):
+    """The time between turns, the shared phases alone, in two kinds (a full suite on the H100: 182 hand-overs of
+    44 ms, the next warm-up beside the last checks; 39 gaps of 0.73 s, seven evaluations' first shared phases
+    each): read off the windows, per lane."""
+    from runner.bench import HAND_OVER_S, between_turns
+
+    shared, exclusive = "shared", "exclusive"
+    lane = [
+        [(0.0, 0.5, shared), (0.6, 1.6, exclusive), (1.6, 1.65, shared)],  # first phase 0-0.5, its turn 0.6-1.6
+        [(0.1, 0.55, shared), (1.6, 1.63, shared), (1.66, 2.6, exclusive)],  # warm-up beside the checks: 0.06 s
+        [(2.7, 3.4, shared), (3.4, 3.43, shared), (3.5, 4.0, exclusive)],  # started meanwhile: 0.9 s, a cohort of 1
+        [(2.65, 3.45, shared)],  # a cohort's other member; its turn not reached (it failed its checks)
+    ]
+    other_lane = [[(0.0, 0.2, shared), (0.2, 1.0, exclusive)]]  # one turn: no gap
+    figures = between_turns([lane, other_lane])
+    assert figures["hand_overs"]["n"] == 1 and figures["hand_overs"]["s"] == pytest.approx(0.06)
+    assert figures["longer"]["n"] == 1 and figures["longer"]["s"] == pytest.approx(0.9)
+    assert figures["longer"]["median_first_phases"] == 2  # both first phases lie in the gap 2.6-3.5
+    assert 0.06 < HAND_OVER_S < 0.9
+    real = duty(two_passes[0])["between_turns"]  # one evaluation at a time: the second's first phase between
+    assert real["hand_overs"]["n"] + real["longer"]["n"] == 1
+    if real["longer"]["n"]:
+        assert real["longer"]["median_first_phases"] == 1
