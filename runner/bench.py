@@ -51,7 +51,7 @@ def _quantiles(values: list[float]) -> dict:
 def duty(run_dir: Path) -> dict:
     """Measured time over wall time; and where the rest went: the device phases (the GPU's work token
     held by some evaluation, see ``runner/worker/device_token.py``), the measurements' exclusive turns
-    and the compile warm-up; and the gaps between turns, hand-overs apart from cohorts (``between_turns``).
+    and the compile warm-up; and the time between turns, hand-overs apart from cohorts (``between_turns``).
 
     With several GPUs (``hardware.gpus``) each has its own token, a lane: turns on different GPUs
     may overlap (that is the point), so the turns and phases are judged per lane, and the shares
@@ -61,13 +61,14 @@ def duty(run_dir: Path) -> dict:
     measured = sum(r.timing.measured_s for _, r in results if r.timing)
     wall = float(manifest.get("wall_s") or 0.0)
     setup = float(manifest.get("setup_s") or 0.0)
-    lanes: dict[str, list] = {}
     lane_results: dict[str, list] = {}  # per lane, each result's windows apart
     for _, r in results:
         record = r.environment.get("device_token", {})
         if "path" in record:  # a worker that died before holding the token left no record: no lane of its own
-            lanes.setdefault(record["path"], []).extend(token_windows(record))
             lane_results.setdefault(record["path"], []).append(token_windows(record))
+    lanes = {
+        path: [window for windows in per_result for window in windows] for path, per_result in lane_results.items()
+    }
     # The run's lanes (a GPU given no evaluation still had its wall time), at least those seen.
     lane_count = max(int(manifest.get("lanes") or 1), len(lanes))
     lane_wall = wall * lane_count
@@ -128,9 +129,10 @@ def duty(run_dir: Path) -> dict:
 
 
 # A gap between two turns up to this long is a hand-over: the next measurement's warm-up beside the last one's
-# checks after timing (44 ms, median, in a full suite on the H100: BENCHMARKS.md, seventeenth session). A longer
+# checks after timing (43 ms, median, in a full suite on the H100: BENCHMARKS.md, seventeenth session). A longer
 # one holds the first shared phases of evaluations started meanwhile (their reference outputs and correctness
-# calls, 0.6-0.7 s each), which run together, a cohort, until the next measurement may start.
+# calls, 0.64-0.67 s each, median), which run together, a cohort, until the next measurement may start (such a
+# gap: 0.73 s, median). The gaps include any time without device work between the turns.
 HAND_OVER_S = 0.1
 
 
@@ -143,13 +145,18 @@ def between_turns(lanes) -> dict:
     for windows in lanes:
         turns = sorted((start, end) for result in windows for start, end, mode in result if mode == EXCLUSIVE)
         firsts = [result[0][:2] for result in windows if result and result[0][2] != EXCLUSIVE]
-        for (_, end), (start, _) in zip(turns, turns[1:]):
-            gap = max(0.0, start - end)
-            if gap <= HAND_OVER_S:
-                hand_overs.append(gap)
+        ended = turns[0][1] if turns else 0.0  # the latest end so far: a turn inside another (clashing) leaves no gap
+        for start, end in turns[1:]:
+            gap_from, ended = ended, max(ended, end)
+            if start <= gap_from:
+                continue  # overlapping turns (``overlapping_turns`` counts them): no time between
+            if start - gap_from <= HAND_OVER_S:
+                hand_overs.append(start - gap_from)
             else:
-                longer.append(gap)
-                members.append(sum(1 for first_start, first_end in firsts if first_start < start and first_end > end))
+                longer.append(start - gap_from)
+                members.append(
+                    sum(1 for first_start, first_end in firsts if first_start < start and first_end > gap_from)
+                )
 
     def part(gaps: list[float]) -> dict:
         return {"n": len(gaps), "s": sum(gaps), "median_s": statistics.median(gaps) if gaps else None}

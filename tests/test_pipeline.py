@@ -359,15 +359,16 @@ def test_concurrent_refills_start_the_spares_once(tmp_path: Path):
     pool.refill("gpu0", 6, slow_start)  # one taken: one more
     assert len(started) == 7
 
-    def failing_start(gpu):
-        raise OSError("no more processes")
+    def second_start_fails(gpu):
+        if sum(1 for name in started if name == gpu) == 1:
+            raise OSError("no more processes")
+        return slow_start(gpu)
 
-    for _ in range(6):
-        pool.take("gpu1", lambda spare: True)
     with pytest.raises(OSError):
-        pool.refill("gpu1", 3, failing_start)
-    pool.refill("gpu1", 3, slow_start)  # the failed starts hold no place
-    assert len(started) == 10
+        pool.refill("gpu1", 3, second_start_fails)  # one started, the second failed, the third never tried
+    assert len(pool.members()) == 7
+    pool.refill("gpu1", 3, slow_start)  # the failed start and the one after it hold no place: two more
+    assert [name for name in started if name == "gpu1"] == ["gpu1"] * 3 and len(pool.members()) == 9
 
 
 def test_chunks_only_where_the_compile_warm_up_has_work(tmp_path: Path, monkeypatch):

@@ -166,7 +166,7 @@ def _recheck_section(frame: pd.DataFrame) -> list[str]:
     """The evaluations whose measurement's sync audits would have flagged work left on another stream, so that
     fresh audits were judged instead (runner/worker/timing.py): a disturbed GPU, or a candidate confirmed as
     hiding work (its verdict says which). No section where none was."""
-    rechecked = frame[frame["audits_rechecked"].fillna(False).astype(bool)]
+    rechecked = frame[frame["audits_rechecked"].eq(True)]  # None or NaN (no timing, an older record): no
     if rechecked.empty:
         return []
     lines = ["## Audits taken twice", ""]

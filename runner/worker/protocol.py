@@ -139,7 +139,8 @@ class Timing:
     power_capped_batches: int = 0  # kept batches during which the GPU ran at its software power cap
     sync_gap_ms: dict = field(default_factory=dict)  # per side: synchronised audit minus event median (judged)
     # Where the measurement's audits flagged unjoined work, a fresh set was judged instead (runner/worker/timing.py):
-    # {"why": the first set's evidence, "first_gap_ms": its gaps, "audits_per_side": the recheck's}; else None.
+    # {"why": the first set's evidence, "first_gap_ms": its gaps, "audits_per_side": the recheck's, "seconds": its
+    # time in the turn}; else None.
     audit_recheck: dict | None = None
     window: list = field(default_factory=list)  # [start, end] of the timing loop, epoch seconds (lock audits)
     placements: int = 1  # input sets and outputs at this many sets of addresses, sampled in turn

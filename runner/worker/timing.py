@@ -29,11 +29,11 @@ can be slowed by something else: a reference measured against itself on the H100
 (BENCHMARKS.md, fifteenth session); the median of three is not moved by one. The gap between the
 audited and the event-timed medians exposes work left running on another stream (``sync_gap_ms``;
 judged in ``integrity.py``). Where the measurement's audits would flag it, ``RECHECK_AUDITS`` fresh
-audits of each side are taken before the turn ends, each closing a batch of its own whose samples are
-not kept, and the gap of those alone is judged (``audit_recheck`` records the first): a reference
-measured against itself on the H100 while other processes made CUDA contexts had audits of up to
-4.9 ms for a 0.715 ms call, more of them on the candidate side, and was flagged with an excess of
-2.28 ms (BENCHMARKS.md, seventeenth session). Work left on another stream lengthens every audit, the
+audits of each side are taken before the turn ends, closing batches made as the measured ones are, whose
+samples are not kept, and the gap of those alone is judged (``audit_recheck`` records the first): a
+reference measured against itself on the H100 while other processes made CUDA contexts had audits of
+0.86-4.9 ms for a 0.715 ms call (medians 3.60 ms on the candidate side, 1.33 on the reference's) and was
+flagged with an excess of 2.28 ms (BENCHMARKS.md, seventeenth session). Work left on another stream lengthens every audit, the
 fresh ones too; a disturbance that has passed does not. ``sync="device"`` closes every sample that
 way; ``graphs=True`` replays each side as a CUDA graph, keeping launch overhead out.
 
@@ -266,7 +266,9 @@ def measure_pair(
         )
     ref = _summarise(samples["reference"])
     cand = _summarise(samples["candidate"])
-    gaps, recheck, rechecked = _judged_sync_gaps(audits, samples, cand.median_ms, sampler, placements, rng)
+    gaps, recheck, rechecked = _judged_sync_gaps(
+        audits, samples, cand.median_ms, sampler, placements, rng, settings.batch
+    )
     wall = time.perf_counter() - started
     kept_clocks = [c for c in clocks["reference"] if c is not None]
     spread, placement_noise = _placement_spread(samples, placed, settings.batch)
@@ -324,33 +326,43 @@ RECHECK_AUDITS = 5
 
 
 def _judged_sync_gaps(
-    audits: dict, samples: dict, candidate_median_ms: float, sampler, placements: list[dict], rng: random.Random
+    audits: dict,
+    samples: dict,
+    candidate_median_ms: float,
+    sampler,
+    placements: list[dict],
+    rng: random.Random,
+    batch: int,
 ) -> tuple[dict, dict | None, dict]:
     """The sync gaps to judge (``Timing.sync_gap_ms``), the recheck's record (``Timing.audit_recheck``) and its
     audit times per side. The measurement's own gaps where they show no unjoined work (no audits: none shown);
-    else those of ``RECHECK_AUDITS`` fresh audits of each side against the same sample medians, the sides
-    alternating from one drawn by ``rng``, placements in turn."""
+    else those of ``RECHECK_AUDITS`` fresh audits of each side against the same sample medians.
+
+    The fresh audits close batches made as the measurement's are (``batch`` pairs in the seed's random order,
+    the placements in turn, the audited side alternating), whose samples are not kept: a candidate cannot tell
+    them from the batches it was measured in. A recheck of a shape of its own would let it: batches of one
+    call each, right after a device-wide synchronisation, passed a candidate that ran honestly for its first
+    two calls after every synchronisation and hid work in the rest (a reviewer's host model of it)."""
     gaps = _sync_gaps(audits, samples)
     suspicion = unjoined_work(gaps, candidate_median_ms)
     if suspicion is None:
         return gaps, None, {side: [] for side in _SIDES}
+    started = time.perf_counter()
     first = rng.randrange(2)
     rechecked = {side: [] for side in _SIDES}
     for k in range(2 * RECHECK_AUDITS):
-        side = _SIDES[(first + k) % 2]
-        rechecked[side].append(_lone_audit(sampler, placements[k % len(placements)], side))
-    recheck = {"why": suspicion, "first_gap_ms": gaps, "audits_per_side": RECHECK_AUDITS}
+        audited = _SIDES[(first + k) % 2]
+        calls = placements[(k // 2) % len(placements)]  # each side at every placement in turn
+        order = [side for _ in range(batch) for side in rng.sample(_SIDES, 2)]
+        _, audit_ms = run_batch(sampler, [calls[side] for side in order], calls[audited])
+        rechecked[audited].append(audit_ms)
+    recheck = {
+        "why": suspicion,
+        "first_gap_ms": gaps,
+        "audits_per_side": RECHECK_AUDITS,
+        "seconds": round(time.perf_counter() - started, 6),
+    }
     return _sync_gaps(rechecked, samples), recheck, rechecked
-
-
-def _lone_audit(sampler, calls: dict, side: str) -> float:
-    """One audit of ``side``, closing a batch of its own: one call of that side, queued ahead of it as a measured
-    batch is and thrown away (the measurement's samples stay as they were). Not both sides: in a probe on the H100
-    (a 0.05 ms gelu against a candidate leaving 20 more on a side stream), with a candidate's call ahead the
-    device-wide synchronisation closing the reference's audit waited for that call's side-stream work, 1.5 ms,
-    and took that much off the candidate's excess; with the audited side's own call ahead, 0.07 ms."""
-    _, audit_ms = run_batch(sampler, [calls[side]], calls[side])
-    return audit_ms
 
 
 def _sync_gaps(audits: dict, samples: dict) -> dict:
