@@ -263,7 +263,16 @@ def test_between_turns_splits_hand_overs_from_cohorts(two_passes):
     assert figures["longer"]["n"] == 1 and figures["longer"]["s"] == pytest.approx(0.9)
     assert figures["longer"]["median_first_phases"] == 2  # both first phases lie in the gap 2.6-3.5
     assert 0.06 < HAND_OVER_S < 0.9
-    # One evaluation at a time, no spares: between the two turns, the second's worker started and its first phase.
+    # One evaluation at a time: between the two turns, the second's worker started and ran its first phase. A forked
+    # worker can start within HAND_OVER_S on a fast host (85 ms seen here), so the kind follows the real gap.
+    turns = sorted(
+        (start, end)
+        for path in two_passes[0].glob("jobs/*/out/result.json")
+        for start, end, mode in json.loads(path.read_text())["environment"]["device_token"]["windows"]
+        if mode == exclusive
+    )
+    gap = turns[1][0] - turns[0][1]
     real = duty(two_passes[0])["between_turns"]
-    assert real["hand_overs"]["n"] == 0 and real["longer"]["n"] == 1
-    assert real["longer"]["median_first_phases"] == 1
+    kind, other = ("longer", "hand_overs") if gap > HAND_OVER_S else ("hand_overs", "longer")
+    assert (real[kind]["n"], real[other]["n"]) == (1, 0) and real[kind]["s"] == pytest.approx(gap)
+    assert real["longer"]["median_first_phases"] == (1 if kind == "longer" else None)
