@@ -33,9 +33,10 @@ audits of each side are taken before the turn ends, closing batches made as the 
 samples are not kept, and the gap of those alone is judged (``audit_recheck`` records the first): a
 reference measured against itself on the H100 while other processes made CUDA contexts had audits of
 0.86-4.9 ms for a 0.715 ms call (medians 3.60 ms on the candidate side, 1.33 on the reference's) and was
-flagged with an excess of 2.28 ms (BENCHMARKS.md, seventeenth session). Work left on another stream lengthens every audit, the
-fresh ones too; a disturbance that has passed does not. ``sync="device"`` closes every sample that
-way; ``graphs=True`` replays each side as a CUDA graph, keeping launch overhead out.
+flagged with an excess of 2.28 ms (BENCHMARKS.md, seventeenth session). Work left on another stream
+lengthens every audit, the fresh ones too; a disturbance that has passed does not. ``sync="device"``
+closes every sample that way; ``graphs=True`` replays each side as a CUDA graph, keeping launch overhead
+out.
 
 Where the inputs and outputs lie in memory moves some kernels' times by more than the noise of one
 placement (a transpose's speedup by up to 5% on the H100, where one measurement's ratio noise was
@@ -180,11 +181,7 @@ def measure_pair(
         )
         if not stopping and not last_likely and len(samples["reference"]) + waiting < settings.max_samples:
             launched += 1
-            order = []
-            for _ in range(settings.batch):
-                pair = list(sides)
-                rng.shuffle(pair)
-                order.extend(pair)
+            order = _batch_order(rng, settings.batch)
             # The side with fewer audits kept while one has fewer than MIN_AUDITS (queued ones counted), from a
             # random start; then one side, alternating, where a draw under ``audit_share`` says so (its own
             # generator: the order above stays the seed's).
@@ -266,9 +263,8 @@ def measure_pair(
         )
     ref = _summarise(samples["reference"])
     cand = _summarise(samples["candidate"])
-    gaps, recheck, rechecked = _judged_sync_gaps(
-        audits, samples, cand.median_ms, sampler, placements, rng, settings.batch
-    )
+    medians = {"reference": ref.median_ms, "candidate": cand.median_ms}
+    gaps, recheck, rechecked = _judged_sync_gaps(audits, medians, sampler, placements, rng, settings.batch)
     wall = time.perf_counter() - started
     kept_clocks = [c for c in clocks["reference"] if c is not None]
     spread, placement_noise = _placement_spread(samples, placed, settings.batch)
@@ -327,8 +323,7 @@ RECHECK_AUDITS = 5
 
 def _judged_sync_gaps(
     audits: dict,
-    samples: dict,
-    candidate_median_ms: float,
+    medians: dict,
     sampler,
     placements: list[dict],
     rng: random.Random,
@@ -336,15 +331,15 @@ def _judged_sync_gaps(
 ) -> tuple[dict, dict | None, dict]:
     """The sync gaps to judge (``Timing.sync_gap_ms``), the recheck's record (``Timing.audit_recheck``) and its
     audit times per side. The measurement's own gaps where they show no unjoined work (no audits: none shown);
-    else those of ``RECHECK_AUDITS`` fresh audits of each side against the same sample medians.
+    else those of ``RECHECK_AUDITS`` fresh audits of each side against the same sample ``medians`` (by side).
 
     The fresh audits close batches made as the measurement's are (``batch`` pairs in the seed's random order,
     the placements in turn, the audited side alternating), whose samples are not kept: a candidate cannot tell
     them from the batches it was measured in. A recheck of a shape of its own would let it: batches of one
     call each, right after a device-wide synchronisation, passed a candidate that ran honestly for its first
     two calls after every synchronisation and hid work in the rest (a reviewer's host model of it)."""
-    gaps = _sync_gaps(audits, samples)
-    suspicion = unjoined_work(gaps, candidate_median_ms)
+    gaps = _sync_gaps(audits, medians)
+    suspicion = unjoined_work(gaps, medians["candidate"])
     if suspicion is None:
         return gaps, None, {side: [] for side in _SIDES}
     started = time.perf_counter()
@@ -353,7 +348,7 @@ def _judged_sync_gaps(
     for k in range(2 * RECHECK_AUDITS):
         audited = _SIDES[(first + k) % 2]
         calls = placements[(k // 2) % len(placements)]  # each side at every placement in turn
-        order = [side for _ in range(batch) for side in rng.sample(_SIDES, 2)]
+        order = _batch_order(rng, batch)
         _, audit_ms = run_batch(sampler, [calls[side] for side in order], calls[audited])
         rechecked[audited].append(audit_ms)
     recheck = {
@@ -362,12 +357,22 @@ def _judged_sync_gaps(
         "audits_per_side": RECHECK_AUDITS,
         "seconds": round(time.perf_counter() - started, 6),
     }
-    return _sync_gaps(rechecked, samples), recheck, rechecked
+    return _sync_gaps(rechecked, medians), recheck, rechecked
 
 
-def _sync_gaps(audits: dict, samples: dict) -> dict:
-    """Each audited side's median audit minus the median of its samples, in ms."""
-    return {side: statistics.median(audits[side]) - statistics.median(samples[side]) for side in _SIDES if audits[side]}
+def _sync_gaps(audits: dict, medians: dict) -> dict:
+    """Each audited side's median audit minus the median of its samples (``medians``, by side), in ms."""
+    return {side: statistics.median(audits[side]) - medians[side] for side in _SIDES if audits[side]}
+
+
+def _batch_order(rng: random.Random, batch: int) -> list[str]:
+    """A batch's interleaved order: ``batch`` pairs, each side once per pair, in the order ``rng`` draws."""
+    order = []
+    for _ in range(batch):
+        pair = list(_SIDES)
+        rng.shuffle(pair)
+        order.extend(pair)
+    return order
 
 
 def _audit_counts(audits: dict, queued: _Queued | None) -> dict:
