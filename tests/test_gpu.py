@@ -44,6 +44,8 @@ def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
         assert result["timing"]["flush_bytes"] == max(2 * l2_bytes, 64 << 20)  # two L2 sizes, by default
         assert {t["shape"] for t in result["trials"]} == {"small", "perf"}
         assert 0.9 < result["timing"]["speedup"] < 1.1
+        # gelu_tanh holds no weights; the linear layer's four placements each time a copy of its own.
+        assert result["timing"]["weight_copies"] == (1 if result["task_id"].endswith("gelu_tanh") else 4)
         assert result["environment"]["gpu_before"]["available"] is True
         assert result["environment"]["gpu_before"]["uuid"].startswith("GPU-")
 
@@ -206,6 +208,7 @@ def test_unjoined_stream_work_graphs_clocks_and_roofline(tmp_path):
         assert result["verdict"]["status"] == "correct", result["verdict"]
         assert result["timing"]["graphs"] == "on" and result["timing"]["input_sets"] == 1
         assert result["timing"]["placements"] == 1  # a captured graph replays fixed addresses
+        assert result["timing"]["weight_copies"] == 1
         roof = result["roofline"]
         assert 0 < roof["reference"]["sol_pct"] <= 100 / 0.9 and roof["bound"] == "memory"
 

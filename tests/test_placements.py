@@ -98,8 +98,8 @@ def test_input_sets_under_the_budget_keep_placements_first(monkeypatch, affordab
 
 def test_a_sides_rotations_take_their_groups_sets_and_keep_the_last_outputs_alive():
     inputs = [[torch.full((4,), float(k))] for k in range(6)]
-    side = placements.TimedSide(lambda x: x * 2, inputs)
-    first, second = side.rotation([0, 1, 2]), side.rotation([3, 4, 5])
+    side = placements.TimedSide([lambda x: x * 2], inputs)
+    first, second = side.rotation([0, 1, 2], 0), side.rotation([3, 4, 5], 1)
     used = []
     for call in (first, first, second, first, second):
         output = call()
@@ -114,8 +114,155 @@ def test_a_sides_rotations_take_their_groups_sets_and_keep_the_last_outputs_aliv
 
 def test_outputs_larger_than_the_budget_are_not_held(monkeypatch):
     monkeypatch.setattr(placements, "TIMING_INPUT_BUDGET_BYTES", 4 * 4)  # one output of 4 floats
-    side = placements.TimedSide(lambda x: x + 1, [[torch.zeros(4)] for _ in range(3)])
+    side = placements.TimedSide([lambda x: x + 1], [[torch.zeros(4)] for _ in range(3)])
     rotation = side.rotation([0, 1, 2])
     for _ in range(5):
         rotation()
     assert side.recent.maxlen == 1
+
+
+class _Weighted(torch.nn.Module):
+    """A layer with weights (seeded like ``build_model`` seeds) and a buffer."""
+
+    def __init__(self, size: int = 64) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(size, size)
+        self.register_buffer("scale", torch.full((size,), 2.0))
+
+    def forward(self, x):
+        return self.linear(x) * self.scale
+
+
+def _seeded(seed: int = 5):
+    torch.manual_seed(seed)
+    return _Weighted()
+
+
+def test_each_placement_gets_a_copy_of_the_weights_at_addresses_of_its_own():
+    copies = placements.weight_copies(_seeded, 4)
+    assert len(copies) == 4
+    first = dict(copies[0].state_dict())
+    for copy in copies[1:]:
+        for name, tensor in copy.state_dict().items():
+            assert torch.equal(tensor, first[name]), name  # the same constructor and seed: the same weights
+    addresses = {t.data_ptr() for copy in copies for t in copy.state_dict().values()}
+    assert len(addresses) == 4 * len(first)  # each copy's every tensor at an address of its own, all alive
+
+
+def test_weight_copies_stop_at_the_budget_and_the_other_side_takes_the_same_count(monkeypatch):
+    size = placements.weight_bytes(_seeded())
+    assert size == (64 * 64 + 64 + 64) * 4  # weight, bias and the buffer, float32
+    monkeypatch.setattr(placements, "WEIGHT_COPIES_BUDGET_BYTES", 2 * size + 1)
+    assert len(placements.weight_copies(_seeded, 4)) == 2
+    monkeypatch.setattr(placements, "WEIGHT_COPIES_BUDGET_BYTES", size - 1)
+    assert len(placements.weight_copies(_seeded, 4)) == 1  # one copy is always made, whatever it weighs
+    assert len(placements.weight_copies(_seeded, 4, count=3)) == 3  # the candidate: as many as the reference
+
+
+def test_a_model_holding_no_weights_gets_one_copy_and_shared_storages_count_once():
+    built = []
+    assert placements.weight_copies(lambda: built.append(1) or (lambda x: x), 4) and len(built) == 1
+    tied = _Weighted()
+    tied.other = torch.nn.Linear(64, 64)
+    tied.other.weight = tied.linear.weight  # tied weights: one storage
+    assert placements.weight_bytes(tied) == placements.weight_bytes(_Weighted()) + 64 * 4
+
+
+def test_each_rotation_calls_its_placements_copy_and_the_last_call_names_it():
+    copies = [_seeded() for _ in range(2)]
+    calls = []
+    for k, copy in enumerate(copies):
+        copy.register_forward_hook(lambda module, args, out, k=k: calls.append(k))
+    side = placements.TimedSide(copies, [[torch.ones(3, 64)] for _ in range(4)])
+    rotations = [side.rotation([0, 1], 0), side.rotation([2, 3], 1), side.rotation([0, 1], 2)]
+    for rotation in (rotations[0], rotations[1], rotations[2], rotations[1]):
+        rotation()
+    assert calls == [0, 1, 0, 1]  # placement 2 of two copies: the first again
+    index, output, model = side.last
+    assert index == 3 and model is copies[1] and torch.equal(output, copies[1](side.input_sets[3][0]))
+
+
+_LINEAR_TASK = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.linear = nn.Linear(n, n)
+
+    def forward(self, x):
+        return self.linear(x)
+
+def get_inputs(rows, n):
+    return [torch.randn(rows, n)]
+
+def get_init_inputs(n):
+    return [n]
+"""
+
+# Honest on the checked shapes; on the timed shape each instance answers an input it has seen from a cache
+# keyed by the input's address. Only the copy that saw that input set in the timing holds its stale answer.
+_CACHED_BY_ADDRESS = _LINEAR_TASK.replace("class Model(", "class ModelNew(").replace(
+    """    def forward(self, x):
+        return self.linear(x)""",
+    """    def forward(self, x):
+        if x.shape[0] != 48:
+            return self.linear(x)
+        cache = self.__dict__.setdefault("answers", {})
+        if x.data_ptr() not in cache:
+            cache[x.data_ptr()] = self.linear(x)
+        return cache[x.data_ptr()]""",
+)
+
+
+def _linear_job(tmp_path, candidate: str, placements_count: int) -> dict:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "task.py").write_text(_LINEAR_TASK)
+    (tmp_path / "candidate.py").write_text(candidate)
+    settings = TimingSettings(min_samples=4, max_samples=24, batch=2, warmup_ms=0.0, placements=placements_count)
+    return {
+        "eval_id": "e1",
+        "task": {
+            "task_id": "linear",
+            "content_hash": "sha256:t",
+            "shapes": {"small": {"rows": 4, "n": 16}, "perf": {"rows": 48, "n": 16}},
+        },
+        "candidate_hash": "sha256:c",
+        "device": "cpu",
+        "seed": 42,
+        "trials": 2,
+        "check_shapes": ["small"],
+        "timed_shape": "perf",
+        "timing": settings.__dict__,
+        "integrity_policy": "allow_torch",
+    }
+
+
+def test_the_worker_times_each_placement_on_its_own_copy_of_the_weights(tmp_path):
+    from runner.worker.evaluate import evaluate
+
+    honest = _LINEAR_TASK.replace("class Model(", "class ModelNew(")
+    result = evaluate(_linear_job(tmp_path, honest, 3), tmp_path)
+    assert result.verdict.status == "correct", result.verdict
+    assert result.timing.placements == 3 and result.timing.weight_copies == 3
+
+
+def test_an_answer_cached_by_address_in_the_last_calls_copy_is_caught_after_the_timing(tmp_path):
+    # The call on new values at the same addresses goes to the copy that made the last timed call: another
+    # copy never saw that input set and would answer it honestly.
+    from runner.worker.evaluate import evaluate
+
+    result = evaluate(_linear_job(tmp_path, _CACHED_BY_ADDRESS, 3), tmp_path)
+    assert (result.verdict.status, result.verdict.reason) == ("integrity_violation", "timed_output_mismatch")
+    assert "new values at the same addresses" in result.verdict.message
+    assert result.timing.weight_copies == 3
+
+
+def test_each_copy_but_the_first_is_called_once_before_the_turn_on_its_placements_first_set():
+    seen = []
+    copies = [lambda x, k=k: seen.append((k, int(x[0]))) for k in range(3)]
+    side = placements.TimedSide(copies, [[torch.full((1,), float(k))] for k in range(6)])
+    side.first_calls([[0, 1], [2, 3], [4, 5]])
+    assert seen == [(1, 2), (2, 4)]  # the first copy's first calls are the warm-up's
+    assert side.recent is None and side.last[1] is None  # nothing of them is kept

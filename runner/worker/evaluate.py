@@ -47,7 +47,7 @@ from runner.worker.integrity import (
 from runner.worker.kernel_census import KernelCensus
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
 from runner.worker.memory import causes, others_took_it
-from runner.worker.placements import TimedSide, timing_inputs
+from runner.worker.placements import TimedSide, timing_inputs, weight_copies
 from runner.worker.precision import float64_references
 from runner.worker.prewarm import spare_record, start_spare
 from runner.worker.protocol import (
@@ -327,8 +327,17 @@ def _run(
     settings = TimingSettings(**job["timing"])
     timed_seed = settings.input_seed if settings.input_seed is not None else _unpredictable_seed()
     input_sets, groups = timing_inputs(reference_module, dims, device, timed_seed, settings)
-    reference = TimedSide(build_model(reference_module.Model, reference_module, dims, device, seed), input_sets)
-    candidate = TimedSide(build_model(model_class, reference_module, dims, device, seed), input_sets)
+    # Each placement its own copy of the weights, where they fit (placements.py); the candidate as many as the
+    # reference, whose weights the task declares.
+    references = weight_copies(
+        lambda: build_model(reference_module.Model, reference_module, dims, device, seed), len(groups)
+    )
+    candidates = weight_copies(
+        lambda: build_model(model_class, reference_module, dims, device, seed), len(groups), len(references)
+    )
+    reference, candidate = TimedSide(references, input_sets), TimedSide(candidates, input_sets)
+    reference.first_calls(groups)
+    candidate.first_calls(groups)
     tools = instruments(device, settings)  # their set-up is no part of the turn
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # the set-up's device work is done before the measurement's turn
@@ -349,8 +358,8 @@ def _run(
 
     try:
         timing, raw = measure_pair(
-            [reference.rotation(group) for group in groups],
-            [candidate.rotation(group) for group in groups],
+            [reference.rotation(group, placement) for placement, group in enumerate(groups)],
+            [candidate.rotation(group, placement) for placement, group in enumerate(groups)],
             device,
             settings,
             timed_shape,
@@ -365,6 +374,7 @@ def _run(
     finally:
         token.hold(SHARED)
     timing.input_sets = len(groups[0])
+    timing.weight_copies = len(references)
     timing.input_seed = timed_seed
     result.timing = timing
     # Written after the token is let go: the next measurement waits for this evaluation's checks after timing
@@ -389,9 +399,10 @@ def _run(
             raise _Stop(Verdict("integrity_violation", "faster_than_physics", impossible, "timing"))
     # The output of the last timed call, against the reference on the same inputs; then one more
     # call after new values are written into that input set in place (same addresses), so a
-    # result cached by input pointer is stale.
-    index, timed_outputs = candidate.last
-    expected_last = as_output_list(reference.model(*input_sets[index]))
+    # result cached by input pointer is stale; both on the copy of the candidate that made that call (any
+    # reference copy gives the reference's answer: the same weights).
+    index, timed_outputs, last_copy = candidate.last
+    expected_last = as_output_list(references[0](*input_sets[index]))
     _check_timed_output(expected_last, timed_outputs, "the last timed call", index, tolerance)
     # Within tolerance; now against the float64 answer on the same inputs (runner/worker/precision.py),
     # so precision kept only for the checked calls or the small shapes does not pass.
@@ -408,8 +419,8 @@ def _run(
     for target, source in zip(input_sets[index], fresh):
         if isinstance(target, torch.Tensor):
             target.copy_(source)
-    expected = reference.model(*fresh)
-    again = candidate.model(*input_sets[index])
+    expected = references[0](*fresh)
+    again = last_copy(*input_sets[index])
     _check_timed_output(expected, again, "a call on new values at the same addresses", index, tolerance)
 
 

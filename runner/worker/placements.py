@@ -1,11 +1,14 @@
-"""The timed call's placements: its input sets and outputs at several sets of addresses.
+"""The timed call's placements: its input sets, outputs and weights at several sets of addresses.
 
 Where a kernel's tensors lie in memory moves its speed by more than one measurement's noise (a 1 GiB
 transpose's speedup by up to 5% on the H100: BENCHMARKS.md, twelfth session), and one process sees one
 placement. ``timing_inputs`` makes every timed input set up front and groups them, one group per
-placement; ``TimedSide`` gives one side's timed closure per group and keeps its last outputs alive so
-they too land at several addresses. The timing loop (``timing.py``) takes the placements in turn; this
-module makes no measurement and decides nothing about sampling.
+placement; ``weight_copies`` builds a side's model once per placement (the same constructor and seed,
+so the same weights at other addresses) while the copies fit a budget: six instances of one GEMV's
+2 GiB of weights, in one process, ran 0.4% apart, and a linear layer's 1.4% (BENCHMARKS.md, eighteenth
+session). ``TimedSide`` gives one side's timed closure per group, each on its placement's copy, and
+keeps its last outputs alive so they too land at several addresses. The timing loop (``timing.py``)
+takes the placements in turn; this module makes no measurement and decides nothing about sampling.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from runner.worker.protocol import TimingSettings
 # The timed input sets may take this much memory together (and each side's held outputs as much);
 # beyond it fewer are made, or fewer held.
 TIMING_INPUT_BUDGET_BYTES = 4 << 30
+# One side's copies of its weights may take this much together; beyond it fewer placements get their own.
+WEIGHT_COPIES_BUDGET_BYTES = 8 << 30
 
 
 def timing_inputs(
@@ -40,31 +45,70 @@ def timing_inputs(
     return sets, [list(range(g * per_group, (g + 1) * per_group)) for g in range(group_count)]
 
 
-class TimedSide:
-    """One side of the measurement: its model, the input sets, and the outputs of its last calls.
+def weight_bytes(model) -> int:
+    """The bytes of a model's parameters and buffers (each storage once); 0 for what is not a module."""
+    if not isinstance(model, torch.nn.Module):
+        return 0
+    storages = {}
+    for tensor in [*model.parameters(), *model.buffers()]:
+        storage = tensor.untyped_storage()
+        storages[(tensor.device, storage.data_ptr())] = storage.nbytes()
+    return sum(storages.values())
 
-    ``rotation(group)`` is the timed closure of one placement: each call takes the next set of the group.
+
+def copies_affordable(model, placements: int) -> int:
+    """How many copies of ``model``'s weights the placements get: one each, while together they take no
+    more than the budget; one where the model holds none (nothing of it to place)."""
+    size = weight_bytes(model)
+    if size == 0:
+        return 1
+    return max(1, min(placements, WEIGHT_COPIES_BUDGET_BYTES // size))
+
+
+def weight_copies(build, placements: int, count: int | None = None) -> list:
+    """A side's models, each from ``build()`` (the same constructor and seed: the same weights), all alive
+    at once so each copy's weights lie at addresses of their own: ``count`` of them, or as many as
+    ``copies_affordable`` gives the first for ``placements``."""
+    first = build()
+    count = copies_affordable(first, placements) if count is None else max(1, count)
+    return [first] + [build() for _ in range(count - 1)]
+
+
+class TimedSide:
+    """One side of the measurement: its models (one per weight copy), the input sets, and the outputs of its
+    last calls.
+
+    ``rotation(group, placement)`` is the timed closure of one placement: each call takes the next set of
+    the group, on copy ``placement`` of the weights (modulo their count).
     The outputs of the side's last calls stay alive (as many as a group has sets, while they take no more
     than the inputs' budget), so the caching allocator puts each call's output at another address than
     those before it: the outputs too are at several placements, not in the same block or two for every
     call of the process.
-    The last output is kept with its set's index for the checks after the timing."""
+    The last output is kept with its set's index and the copy that made it, for the checks after the timing."""
 
-    def __init__(self, model, input_sets: list) -> None:
-        self.model = model
+    def __init__(self, models: list, input_sets: list) -> None:
+        self.models = models
         self.input_sets = input_sets
         self.recent: collections.deque | None = None  # sized at the first call, from its output's bytes
-        self.last: tuple[int, object] = (0, None)
+        self.last: tuple[int, object, object] = (0, None, models[0])
 
-    def rotation(self, group: list[int]):
+    def first_calls(self, groups: list[list[int]]) -> None:
+        """Call each copy but the first once, on the first set of its placement's group: what an instance sets
+        up on its first call (a compile's guards, a workspace, an autotune) is done before the turn, where
+        the warm-up calls only the first placement. Their outputs are not kept."""
+        for placement, model in enumerate(self.models[1:], start=1):
+            model(*self.input_sets[groups[placement % len(groups)][0]])
+
+    def rotation(self, group: list[int], placement: int = 0):
         calls = 0
+        model = self.models[placement % len(self.models)]
 
         def call():
             nonlocal calls
             index = group[calls % len(group)]
             calls += 1
-            output = self.model(*self.input_sets[index])
-            self.last = (index, output)
+            output = model(*self.input_sets[index])
+            self.last = (index, output, model)
             self._keep(output, len(group))
             return output
 

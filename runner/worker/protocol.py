@@ -144,6 +144,7 @@ class Timing:
     audit_recheck: dict | None = None
     window: list = field(default_factory=list)  # [start, end] of the timing loop, epoch seconds (lock audits)
     placements: int = 1  # input sets and outputs at this many sets of addresses, sampled in turn
+    weight_copies: int = 1  # each side's weights at this many addresses, one copy per placement (placements.py)
     placement_spread: float | None = None  # the placements' speedups: largest over smallest, minus 1
     placement_noise: float | None = None  # standard error of their mean, relative to it
 
