@@ -133,7 +133,7 @@ _PLACEMENT_ROWS = 10  # evaluations listed where the placements moved the speedu
 
 
 def _placement_section(frame: pd.DataFrame) -> list[str]:
-    """The evaluations whose speedup depends on where their inputs and outputs lie in memory more than on
+    """The evaluations whose speedup depends on where their inputs, outputs and weights lie in memory more than on
     sampling: the placements' standard error over the ratio noise (runner/worker/timing.py). No section
     where none does, or where the timing sampled one placement."""
     noise = pd.to_numeric(frame["placement_noise"], errors="coerce")
@@ -153,8 +153,8 @@ def _placement_section(frame: pd.DataFrame) -> list[str]:
     ]
     lines = ["## Where memory placement moves the speedup", ""]
     lines += [
-        f"{len(moved)} evaluations: the speedups of their placements (input sets and outputs at other addresses, "
-        "sampled in turn) lie further apart than the samples' noise allows; more samples do not narrow that, "
+        f"{len(moved)} evaluations: the speedups of their placements (input sets, outputs and copies of the "
+        "weights at other addresses, sampled in turn) lie further apart than the samples' noise allows; more samples do not narrow that, "
         "more placements do (`eval.timing.placements`). The largest:",
         "",
     ]

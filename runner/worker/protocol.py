@@ -72,7 +72,7 @@ class TimingSettings:
     audit_share: float = 0.25
     graphs: bool = False  # replay each side as a captured CUDA graph (no launch overhead); GPU only
     input_sets: int = 3  # timed calls rotate among this many input sets (caching by pointer fails)
-    # The timed call at this many placements: input sets and outputs at other addresses each, batches
+    # The timed call at this many placements: input sets, outputs and weights at other addresses each, batches
     # taking them in turn (runner/worker/timing.py); 1: one placement, as one process sees it.
     placements: int = 4
     # The timed inputs' seed. None: drawn by each evaluation after the candidate's import, so nothing
@@ -143,7 +143,7 @@ class Timing:
     # time in the turn}; else None.
     audit_recheck: dict | None = None
     window: list = field(default_factory=list)  # [start, end] of the timing loop, epoch seconds (lock audits)
-    placements: int = 1  # input sets and outputs at this many sets of addresses, sampled in turn
+    placements: int = 1  # input sets, outputs (and weight copies) at this many sets of addresses, sampled in turn
     weight_copies: int = 1  # each side's weights at this many addresses, one copy per placement (placements.py)
     placement_spread: float | None = None  # the placements' speedups: largest over smallest, minus 1
     placement_noise: float | None = None  # standard error of their mean, relative to it

@@ -41,8 +41,8 @@ out.
 Where the inputs and outputs lie in memory moves some kernels' times by more than the noise of one
 placement (a transpose's speedup by up to 5% on the H100, where one measurement's ratio noise was
 0.1-0.2%: BENCHMARKS.md, twelfth session), and one process sees one placement, so two passes would
-differ by it. Each side may therefore come as several closures, the same call on input sets and
-outputs at other addresses (placements); batch j samples placement j mod their count, the noise
+differ by it. Each side may therefore come as several closures, the same call on input sets,
+outputs and a copy of the weights at other addresses (placements, ``placements.py``); batch j samples placement j mod their count, the noise
 target may stop the sampling only once each has been sampled, and the median pools them all. How far the placements' own
 speedups lie apart is reported (``placement_spread``, ``placement_noise``), not stopped on: more
 samples of the same placements would not narrow it.
@@ -106,7 +106,7 @@ def measure_pair(
     turn: Callable[[], None] | None = None,
 ) -> tuple[Timing, dict]:
     """Time ``reference`` and ``candidate``: each a zero-argument closure, or a list of them, one per
-    placement (the same call on inputs and outputs at other addresses; both lists equally long).
+    placement (the same call on inputs, outputs and weights at other addresses; both lists equally long).
     Returns the summary and the raw samples.
 
     ``seed`` drives the random interleaving order, so a rerun samples in the same order. ``tools``: built
