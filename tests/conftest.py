@@ -196,3 +196,24 @@ def write_candidates(root: Path, candidates: dict[str, str]) -> Path:
     for name, source in candidates.items():
         (level / f"{name}.py").write_text(textwrap.dedent(source))
     return root
+
+
+def in_process_job(tmp_path: Path, task: str, candidate: str, task_id: str, shapes: dict, settings) -> dict:
+    """A CPU job of ``candidate`` against ``task`` (sources) for ``runner.worker.evaluate.evaluate`` in the
+    test's own process: the files in ``tmp_path``, two trials on the ``small`` shape, ``perf`` timed with
+    ``settings`` (a ``TimingSettings``)."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "task.py").write_text(task)
+    (tmp_path / "candidate.py").write_text(candidate)
+    return {
+        "eval_id": "e1",
+        "task": {"task_id": task_id, "content_hash": "sha256:t", "shapes": shapes},
+        "candidate_hash": "sha256:c",
+        "device": "cpu",
+        "seed": 42,
+        "trials": 2,
+        "check_shapes": ["small"],
+        "timed_shape": "perf",
+        "timing": settings.__dict__,
+        "integrity_policy": "allow_torch",
+    }

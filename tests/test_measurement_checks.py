@@ -16,6 +16,7 @@ from runner.analysis.roofline import PHYSICS_MARGIN, roofline_for
 from runner.worker.clocks import ClockMonitor, ClockReading
 from runner.worker.integrity import unjoined_work
 from runner.worker.samplers import HostSampler
+from tests.conftest import in_process_job
 
 PEAKS = {"bandwidth_tbps": 2.0, "tflops": {"float32": 50.0, "bfloat16": 1000.0, "int8": 2000.0}}
 COPY = {"flops": "n", "bytes": "8 * n", "dtype": "float32"}
@@ -305,21 +306,8 @@ def test_a_measurement_the_gpu_spoiled_ends_infra_error_not_the_candidates_runti
 
 def _scale_job(tmp_path, settings) -> dict:
     """A job of ``_SCALE_TASK`` against itself, for ``evaluate`` in this process (its files in ``tmp_path``)."""
-    (tmp_path / "out").mkdir()
-    (tmp_path / "task.py").write_text(_SCALE_TASK)
-    (tmp_path / "candidate.py").write_text(_SCALE_TASK.replace("class Model(", "class ModelNew("))
-    return {
-        "eval_id": "e1",
-        "task": {"task_id": "scale", "content_hash": "sha256:t", "shapes": {"small": {"n": 64}, "perf": {"n": 256}}},
-        "candidate_hash": "sha256:c",
-        "device": "cpu",
-        "seed": 42,
-        "trials": 2,
-        "check_shapes": ["small"],
-        "timed_shape": "perf",
-        "timing": settings.__dict__,
-        "integrity_policy": "allow_torch",
-    }
+    candidate = _SCALE_TASK.replace("class Model(", "class ModelNew(")
+    return in_process_job(tmp_path, _SCALE_TASK, candidate, "scale", {"small": {"n": 64}, "perf": {"n": 256}}, settings)
 
 
 def test_the_samples_file_is_written_when_the_checks_after_timing_fail(monkeypatch, tmp_path):

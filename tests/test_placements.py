@@ -16,6 +16,7 @@ import torch
 from runner.worker import placements
 from runner.worker.protocol import TimingSettings
 from runner.worker.timing import _placement_spread, measure_pair
+from tests.conftest import in_process_job
 
 CPU = torch.device("cpu")
 
@@ -138,30 +139,41 @@ def _seeded(seed: int = 5):
     return _Weighted()
 
 
-def test_each_placement_gets_a_copy_of_the_weights_at_addresses_of_its_own():
-    copies = placements.weight_copies(_seeded, 4)
-    assert len(copies) == 4
-    first = dict(copies[0].state_dict())
-    for copy in copies[1:]:
+def test_each_placement_gets_a_copy_of_both_sides_weights_at_addresses_of_its_own():
+    references, candidates = placements.weight_copies(_seeded, _seeded, 4)
+    assert len(references) == len(candidates) == 4
+    first = dict(references[0].state_dict())
+    for copy in references[1:] + candidates:
         for name, tensor in copy.state_dict().items():
             assert torch.equal(tensor, first[name]), name  # the same constructor and seed: the same weights
-    addresses = {t.data_ptr() for copy in copies for t in copy.state_dict().values()}
-    assert len(addresses) == 4 * len(first)  # each copy's every tensor at an address of its own, all alive
+    addresses = {t.data_ptr() for copy in references + candidates for t in copy.state_dict().values()}
+    assert len(addresses) == 8 * len(first)  # each copy's every tensor at an address of its own, all alive
 
 
-def test_weight_copies_stop_at_the_budget_and_the_other_side_takes_the_same_count(monkeypatch):
+class _Wider(_Weighted):
+    def __init__(self) -> None:
+        super().__init__(128)  # four times _Weighted's weights, near enough
+
+
+def test_weight_copies_stop_at_the_budget_of_the_heavier_side_and_both_sides_take_the_same_count(monkeypatch):
     size = placements.weight_bytes(_seeded())
     assert size == (64 * 64 + 64 + 64) * 4  # weight, bias and the buffer, float32
     monkeypatch.setattr(placements, "WEIGHT_COPIES_BUDGET_BYTES", 2 * size + 1)
-    assert len(placements.weight_copies(_seeded, 4)) == 2
+    assert [len(side) for side in placements.weight_copies(_seeded, _seeded, 4)] == [2, 2]
+    monkeypatch.setattr(placements, "WEIGHT_COPIES_BUDGET_BYTES", 3 * placements.weight_bytes(_Wider()))
+    # A candidate heavier than the reference: its budget bounds both sides (three copies, not four).
+    assert [len(side) for side in placements.weight_copies(_seeded, _Wider, 4)] == [3, 3]
     monkeypatch.setattr(placements, "WEIGHT_COPIES_BUDGET_BYTES", size - 1)
-    assert len(placements.weight_copies(_seeded, 4)) == 1  # one copy is always made, whatever it weighs
-    assert len(placements.weight_copies(_seeded, 4, count=3)) == 3  # the candidate: as many as the reference
+    # One copy is always made, whatever it weighs.
+    assert [len(side) for side in placements.weight_copies(_seeded, _seeded, 4)] == [1, 1]
 
 
-def test_a_model_holding_no_weights_gets_one_copy_and_shared_storages_count_once():
-    built = []
-    assert placements.weight_copies(lambda: built.append(1) or (lambda x: x), 4) and len(built) == 1
+def test_a_side_holding_no_weights_does_not_limit_the_other_and_shared_storages_count_once():
+    def bare():
+        return lambda x: x  # no module: no weights of its own to place
+
+    assert [len(side) for side in placements.weight_copies(_seeded, bare, 4)] == [4, 4]
+    assert [len(side) for side in placements.weight_copies(bare, bare, 4)] == [1, 1]
     tied = _Weighted()
     tied.other = torch.nn.Linear(64, 64)
     tied.other.weight = tied.linear.weight  # tied weights: one storage
@@ -217,26 +229,9 @@ _CACHED_BY_ADDRESS = _LINEAR_TASK.replace("class Model(", "class ModelNew(").rep
 
 
 def _linear_job(tmp_path, candidate: str, placements_count: int) -> dict:
-    (tmp_path / "out").mkdir()
-    (tmp_path / "task.py").write_text(_LINEAR_TASK)
-    (tmp_path / "candidate.py").write_text(candidate)
     settings = TimingSettings(min_samples=4, max_samples=24, batch=2, warmup_ms=0.0, placements=placements_count)
-    return {
-        "eval_id": "e1",
-        "task": {
-            "task_id": "linear",
-            "content_hash": "sha256:t",
-            "shapes": {"small": {"rows": 4, "n": 16}, "perf": {"rows": 48, "n": 16}},
-        },
-        "candidate_hash": "sha256:c",
-        "device": "cpu",
-        "seed": 42,
-        "trials": 2,
-        "check_shapes": ["small"],
-        "timed_shape": "perf",
-        "timing": settings.__dict__,
-        "integrity_policy": "allow_torch",
-    }
+    shapes = {"small": {"rows": 4, "n": 16}, "perf": {"rows": 48, "n": 16}}
+    return in_process_job(tmp_path, _LINEAR_TASK, candidate, "linear", shapes, settings)
 
 
 def test_the_worker_times_each_placement_on_its_own_copy_of_the_weights(tmp_path):

@@ -327,13 +327,11 @@ def _run(
     settings = TimingSettings(**job["timing"])
     timed_seed = settings.input_seed if settings.input_seed is not None else _unpredictable_seed()
     input_sets, groups = timing_inputs(reference_module, dims, device, timed_seed, settings)
-    # Each placement its own copy of the weights, where they fit (placements.py); the candidate as many as the
-    # reference, whose weights the task declares.
-    references = weight_copies(
-        lambda: build_model(reference_module.Model, reference_module, dims, device, seed), len(groups)
-    )
-    candidates = weight_copies(
-        lambda: build_model(model_class, reference_module, dims, device, seed), len(groups), len(references)
+    # Each placement its own copy of both sides' weights, where they fit (placements.py).
+    references, candidates = weight_copies(
+        lambda: build_model(reference_module.Model, reference_module, dims, device, seed),
+        lambda: build_model(model_class, reference_module, dims, device, seed),
+        len(groups),
     )
     reference, candidate = TimedSide(references, input_sets), TimedSide(candidates, input_sets)
     reference.first_calls(groups)

@@ -65,13 +65,17 @@ def copies_affordable(model, placements: int) -> int:
     return max(1, min(placements, WEIGHT_COPIES_BUDGET_BYTES // size))
 
 
-def weight_copies(build, placements: int, count: int | None = None) -> list:
-    """A side's models, each from ``build()`` (the same constructor and seed: the same weights), all alive
-    at once so each copy's weights lie at addresses of their own: ``count`` of them, or as many as
-    ``copies_affordable`` gives the first for ``placements``."""
-    first = build()
-    count = copies_affordable(first, placements) if count is None else max(1, count)
-    return [first] + [build() for _ in range(count - 1)]
+def weight_copies(build_reference, build_candidate, placements: int) -> tuple[list, list]:
+    """Both sides' models, each from its ``build`` (the same constructor and seed: the same weights), all
+    alive at once so each copy's weights lie at addresses of their own. The two sides get as many copies:
+    as many as the placements, while each side's copies fit the budget (a side that holds no weights of
+    its own, nothing to place, does not limit the other)."""
+    references, candidates = [build_reference()], [build_candidate()]
+    counts = [copies_affordable(side[0], placements) for side in (references, candidates) if weight_bytes(side[0])]
+    count = min(counts, default=1)
+    references += [build_reference() for _ in range(count - 1)]
+    candidates += [build_candidate() for _ in range(count - 1)]
+    return references, candidates
 
 
 class TimedSide:
