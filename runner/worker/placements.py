@@ -56,23 +56,14 @@ def weight_bytes(model) -> int:
     return sum(storages.values())
 
 
-def copies_affordable(model, placements: int) -> int:
-    """How many copies of ``model``'s weights the placements get: one each, while together they take no
-    more than the budget; one where the model holds none (nothing of it to place)."""
-    size = weight_bytes(model)
-    if size == 0:
-        return 1
-    return max(1, min(placements, WEIGHT_COPIES_BUDGET_BYTES // size))
-
-
 def weight_copies(build_reference, build_candidate, placements: int) -> tuple[list, list]:
     """Both sides' models, each from its ``build`` (the same constructor and seed: the same weights), all
     alive at once so each copy's weights lie at addresses of their own. The two sides get as many copies:
-    as many as the placements, while each side's copies fit the budget (a side that holds no weights of
-    its own, nothing to place, does not limit the other)."""
+    one per placement, while the heavier side's copies fit the budget (a side that holds no weights of its
+    own, nothing to place, does not limit the other); one where neither holds any."""
     references, candidates = [build_reference()], [build_candidate()]
-    counts = [copies_affordable(side[0], placements) for side in (references, candidates) if weight_bytes(side[0])]
-    count = min(counts, default=1)
+    heaviest = max(weight_bytes(references[0]), weight_bytes(candidates[0]))
+    count = max(1, min(placements, WEIGHT_COPIES_BUDGET_BYTES // heaviest)) if heaviest else 1
     references += [build_reference() for _ in range(count - 1)]
     candidates += [build_candidate() for _ in range(count - 1)]
     return references, candidates
@@ -101,7 +92,7 @@ class TimedSide:
         up on its first call (a compile's guards, a workspace, an autotune) is done before the turn, where
         the warm-up calls only the first placement. Their outputs are not kept."""
         for placement, model in enumerate(self.models[1:], start=1):
-            model(*self.input_sets[groups[placement % len(groups)][0]])
+            model(*self.input_sets[groups[placement][0]])
 
     def rotation(self, group: list[int], placement: int = 0):
         calls = 0
