@@ -152,6 +152,7 @@ def evaluate(job: dict, job_dir: Path) -> Result:
         result.environment = worker_environment(device)
         result.environment.update(spare_record())  # what it paid before the job (runner/worker/prewarm.py)
         screened = _screen(job, job_dir, result)
+        cost = _CheckCost(result.integrity.setdefault("check_seconds", {}), device)
         # Everything from here on may run work on the device: it holds the device's token, shared
         # until the timed samples, which take it exclusive. The stage marker (from which the
         # executors count the time limit) appears once the token is held.
@@ -161,8 +162,9 @@ def evaluate(job: dict, job_dir: Path) -> Result:
         try:
             with DeviceToken(os.environ.get(TOKEN_ENV), record, isolation) as token, torch.no_grad():
                 token.hold(SHARED)
-                _run(job, job_dir, device, result, clock, screened, token, held_back)
+                _run(job, job_dir, device, result, clock, screened, token, held_back, cost)
         finally:
+            cost.settle()
             for path, data in held_back.items():
                 try:
                     write_json_atomic(path, data)
@@ -209,6 +211,7 @@ def _run(
     screened: StaticReport,
     token: DeviceToken,
     held_back: dict[Path, object],
+    cost: _CheckCost,
 ) -> None:
     task = job["task"]
     seed = int(job["seed"])
@@ -225,7 +228,6 @@ def _run(
             inputs = make_inputs(reference_module, dims, device, _trial_seed(seed, trial))
             expected[(shape_name, trial)] = as_output_list(model(*inputs))
         del model
-    cost = _CheckCost(result.integrity.setdefault("check_seconds", {}), device)
     with cost("float64_reference"):
         precision = float64_references(reference_module, shapes, device, seed, _trial_seed(seed, 0), expected)
     result.integrity["precision"] = precision.record
@@ -262,6 +264,10 @@ def _run(
             with cost("per_call"):
                 snapshots = snapshot_inputs(inputs)
                 poison_allocator(expected[(shape_name, trial)])
+            if device.type == "cuda":
+                # The inputs, their snapshots and the poison are done before the call: a candidate's stream that
+                # does not wait for this one must not find them unfinished, nor the profiled call count them.
+                torch.cuda.synchronize(device)
             try:
                 with kernels.watch(shape_name, trial), threads.watch():
                     outputs = as_output_list(candidate(*inputs))
@@ -440,20 +446,45 @@ class _CheckCost:
 
     With the stages of their own (``static_check``, ``checks_after_timing``) this is what the
     checks cost an evaluation; the one profiled call of the kernel census is in ``correctness``.
+    On a GPU a block's cost is the longer of its host time and its device span (two events around it):
+    no synchronisation of its own (with several evaluations in flight each one waits for the GPU's time
+    slice among their contexts), read once the evaluation's device work is done (``settle``).
     """
 
     def __init__(self, seconds: dict, device: torch.device) -> None:
         self.seconds, self.device = seconds, device
+        self._pending: list = []  # (kind, host seconds, start event, end event), until settled
 
     @contextmanager
     def __call__(self, kind: str):
         started = time.perf_counter()
+        events = None
+        if self.device.type == "cuda":
+            events = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            events[0].record()
         try:
             yield
         finally:
-            if self.device.type == "cuda":
-                torch.cuda.synchronize(self.device)  # the checks' device work is theirs, not the next call's
-            self.seconds[kind] = round(self.seconds.get(kind, 0.0) + time.perf_counter() - started, 6)
+            host = time.perf_counter() - started
+            if events is None:
+                self._add(kind, host)
+            else:
+                events[1].record()
+                self._pending.append((kind, host, *events))
+
+    def settle(self) -> None:
+        """Add the blocks' device spans; a device that fails here leaves them out, recorded as not settled."""
+        pending, self._pending = self._pending, []
+        for kind, host, start, end in pending:
+            try:
+                end.synchronize()
+                self._add(kind, max(host, start.elapsed_time(end) / 1e3))
+            except RuntimeError as exc:
+                self.seconds["not settled"] = str(exc)[:300]
+                return
+
+    def _add(self, kind: str, seconds: float) -> None:
+        self.seconds[kind] = round(self.seconds.get(kind, 0.0) + seconds, 6)
 
 
 def _check_timed_output(expected, outputs, what: str, index: int, tolerance) -> None:

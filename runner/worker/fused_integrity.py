@@ -13,7 +13,8 @@ also builds Triton's launchers on first call (0.6 s, once per cache).
 
 Same verdicts as the PyTorch paths, bit for bit:
 - ``differing_bytes`` counts the bytes that differ between an input and its snapshot (integer
-  compares and an integer sum, so any changed byte is found, NaN payloads included); the snapshot
+  compares and an integer sum, so any changed byte is found, NaN payloads included), for all of a
+  call's inputs with one read from the device (``differing_bytes_each``); the snapshot
   stays ``clone()``, which for a contiguous uint8 tensor is a device-to-device ``cudaMemcpyAsync``,
   no kernel (``copy_device_to_device``'s ``memcpy_eligible`` path).
 - ``fill`` writes the bytes ``fill_`` writes, as words of the element's size (complex128 as pairs of
@@ -70,13 +71,27 @@ def available(tensor: torch.Tensor) -> bool:
 def differing_bytes(now: torch.Tensor, before: torch.Tensor) -> int:
     """How many bytes differ between two same-size contiguous uint8 tensors on one CUDA device; one read
     from the device."""
-    n = now.numel()
-    # Zeroed on the host and copied over: no fill kernel.
-    out = torch.zeros(1, dtype=torch.int64).to(now.device)
-    if n:
-        with checks_cache():
-            kernels_module().differing_bytes_kernel[(-(-n // _BYTES_BLOCK),)](now, before, n, out, BLOCK=_BYTES_BLOCK)
-    return int(out.item())
+    return differing_bytes_each([(now, before)])[0]
+
+
+def differing_bytes_each(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> list[int]:
+    """``differing_bytes`` of every ``(now, before)`` pair (all on one CUDA device), with one read from the
+    device for all of them: each read is a synchronisation, and with several evaluations in flight each
+    waits for the GPU's time slice among their contexts."""
+    if not pairs:
+        return []
+    # One counter per pair, 16 bytes apart (the prepared variant's pointer alignment), zeroed by the fill
+    # kernel: no PyTorch kernel to load, and no copy from the host, which would synchronise too.
+    counters = torch.empty(2 * len(pairs), dtype=torch.int64, device=pairs[0][0].device)
+    fill(counters, 0)
+    with checks_cache():
+        for index, (now, before) in enumerate(pairs):
+            n = now.numel()
+            if n:
+                kernels_module().differing_bytes_kernel[(-(-n // _BYTES_BLOCK),)](
+                    now, before, n, counters[2 * index :], BLOCK=_BYTES_BLOCK
+                )
+    return counters.tolist()[::2]  # read whole: a strided read would copy on the device first
 
 
 def fill(block: torch.Tensor, value: float | bool | int) -> None:

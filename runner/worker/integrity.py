@@ -91,8 +91,9 @@ def call_violation(inputs: list, snapshots: list, outputs: list, previous_output
         for old in previous_outputs:
             if isinstance(old, torch.Tensor) and _shares_storage(out, old):
                 return "output_aliases_previous", f"output {index} shares storage with the previous call's output"
-    for position, (x, snap) in enumerate(zip(inputs, snapshots)):
-        if snap is not None and _changed(_bytes(x), snap):
+    now = [_bytes(x) if snap is not None else None for x, snap in zip(inputs, snapshots)]
+    for position, changed in enumerate(_changed_each(now, snapshots)):
+        if changed:
             return "input_mutated", f"input {position} changed during the call"
     return None
 
@@ -101,16 +102,24 @@ def _bytes(x: torch.Tensor) -> torch.Tensor:
     return x.detach().reshape(-1).contiguous().view(torch.uint8)
 
 
-def _changed(now: torch.Tensor, snap: torch.Tensor) -> bool:
-    """Whether an input's bytes differ from its snapshot's (a resized input differs)."""
-    if (
-        now.numel() == snap.numel()
-        and now.device == snap.device
-        and fused_integrity.available(now)
+def _changed_each(now: list, snapshots: list) -> list[bool]:
+    """Whether each input's bytes differ from its snapshot's (a resized input differs; no snapshot: False).
+    Where the Triton kernel serves, all of them are counted with one read from the device."""
+    fused = [
+        position
+        for position, (x, snap) in enumerate(zip(now, snapshots))
+        if snap is not None
+        and x.numel() == snap.numel()
+        and x.device == snap.device
+        and fused_integrity.available(x)
         and fused_integrity.available(snap)
-    ):
-        return fused_integrity.differing_bytes(now, snap) > 0
-    return not torch.equal(now, snap)
+    ]
+    fused = [position for position in fused if now[position].device == now[fused[0]].device]  # one device's reads
+    counts = dict(zip(fused, fused_integrity.differing_bytes_each([(now[p], snapshots[p]) for p in fused]))) if fused else {}
+    return [
+        counts[position] > 0 if position in counts else snap is not None and not torch.equal(x, snap)
+        for position, (x, snap) in enumerate(zip(now, snapshots))
+    ]
 
 
 def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
