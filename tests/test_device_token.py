@@ -340,3 +340,41 @@ def test_the_time_limit_stops_while_the_worker_waits_for_its_turn(tmp_path: Path
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_newcomer_waits_at_the_ready_gate_while_a_measurement_is_ready(token: Path):
+    """A newcomer's first shared phases do not cut in between two ready measurements: with B and D ready
+    (queued for their turns) and C new, C's shared window opens only once D's turn has begun, though C
+    asked before D did (f34: 27 gaps of a single newcomer's first phases while measurements were ready).
+    Without the gate C queues on the turnstile ahead of D and takes the token between B's turn and D's."""
+    a = DeviceToken(token, {})
+    a.hold(EXCLUSIVE)  # a measurement in its turn
+    records = {name: {} for name in "BCD"}
+
+    def measurement(name: str, seconds: float) -> None:
+        with DeviceToken(token, records[name]) as holder:
+            holder.approach()  # ready: queued for its turn, the warm-up would run here
+            holder.hold(EXCLUSIVE)
+            time.sleep(seconds)
+
+    def newcomer() -> None:
+        with DeviceToken(token, records["C"]) as holder:
+            holder.hold(SHARED)
+            time.sleep(0.05)
+
+    threads = []
+    for target, args in ((measurement, ("B", 0.3)), (newcomer, ()), (measurement, ("D", 0.2))):
+        threads.append(threading.Thread(target=target, args=args, daemon=True))
+        threads[-1].start()
+        time.sleep(0.15)  # B queued, then C, then D
+    a.release()
+    for thread in threads:
+        thread.join(timeout=10)
+        assert not thread.is_alive()
+    a.close()
+    b_turn = next(w for w in token_windows(records["B"]) if w[2] == EXCLUSIVE)
+    d_turn = next(w for w in token_windows(records["D"]) if w[2] == EXCLUSIVE)
+    (c_window,) = token_windows(records["C"])
+    assert b_turn[1] <= d_turn[0], "B was ready first and measures first"
+    assert c_window[0] >= d_turn[0], f"the newcomer came in before the ready measurement D: {c_window} {d_turn}"
+    assert records["C"]["waited_s"] > 0.3  # it waited at the gate through B's turn and D's

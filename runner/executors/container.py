@@ -24,7 +24,7 @@ from docker.errors import APIError, DockerException, NotFound
 
 from runner.executors.base import STARTUP_LIMIT_S, ExecutionOutcome, ExecutorUnavailable, wait_for_worker
 from runner.executors.docker_engine import first_line
-from runner.worker.device_token import turnstile_of
+from runner.worker.device_token import token_files
 from runner.worker.protocol import CANDIDATE_FILE, JOB_FILE, OUT_DIR, STAGE_FILE, TASK_FILE
 
 # Where a container finds its device's token (the host's file, mounted read-only); the turnstile lies beside it.
@@ -46,7 +46,7 @@ class Container:
         self.slot.chmod(0o755)
         (self.slot / "job" / OUT_DIR).mkdir(parents=True)
         (self.slot / "ctl").mkdir()
-        for path in (Path(CONTAINER_TOKEN), turnstile_of(CONTAINER_TOKEN)):  # the host's are mounted over them
+        for path in token_files(CONTAINER_TOKEN):  # the host's are mounted over them
             (self.slot / "ctl" / path.name).touch(0o444)
         fifo = self.slot / "ctl" / "job"
         os.mkfifo(fifo, 0o600)

@@ -31,7 +31,7 @@ from runner.executors.base import ExecutionOutcome, ExecutorSettings, SparePool
 from runner.executors.container import COMMAND, CONTAINER_TOKEN, Container, container_user
 from runner.executors.docker_engine import LABEL_HOST, LABEL_OWNER, LABEL_PID, choose_image, connect, remove_orphans
 from runner.gpu.lock import work_token
-from runner.worker.device_token import PREINIT_ENV, TOKEN_ENV, turnstile_of
+from runner.worker.device_token import PREINIT_ENV, TOKEN_ENV, token_files
 from runner.worker.protocol import CHECKS_CACHE_ENV, OUT_DIR
 
 
@@ -136,9 +136,12 @@ class DockerExecutor:
             Mount("/job", str(slot / "job"), type="bind", read_only=True),
             Mount(f"/job/{OUT_DIR}", str(slot / "job" / OUT_DIR), type="bind", read_only=False),
             Mount("/ctl", str(slot / "ctl"), type="bind", read_only=True),
-            # The host's device token and its turnstile (flocks arbitrated by the host kernel), read-only.
-            Mount(CONTAINER_TOKEN, str(token), type="bind", read_only=True),
-            Mount(str(turnstile_of(CONTAINER_TOKEN)), str(turnstile_of(token)), type="bind", read_only=True),
+            # The host's device token, its turnstile and its ready gate (flocks arbitrated by the host kernel),
+            # read-only.
+            *(
+                Mount(str(inside), str(outside), type="bind", read_only=True)
+                for inside, outside in zip(token_files(CONTAINER_TOKEN), token_files(token))
+            ),
         ]
         tmpfs = {"/tmp": scratch, "/home/kbench": scratch}
         if s.shared_compile_cache and s.cache_dir is not None:

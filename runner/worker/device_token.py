@@ -6,7 +6,13 @@ measures nothing (the reference outputs, the candidate's import and correctness 
 checks after timing) holds the token **shared**, so evaluations in flight run those phases
 side by side; the timed samples hold it **exclusive**, so a measurement never shares the GPU
 with anything of the run. A turnstile (a second flock, taken briefly before the token) keeps a
-waiting measurement from being starved by a stream of shared holders. A measurement's warm-up
+waiting measurement from being starved by a stream of shared holders, and a third, the ready gate,
+keeps a newcomer's first shared phases from cutting in between measurements that are ready: from
+``approach`` until its turn a measurement holds the gate shared, and a fresh shared holder passes the
+gate (exclusive, let go at once) only once no measurement is ready, so newcomers gather and run
+together when the queue of ready measurements is empty (the lane would be idle then anyway) instead of
+one by one in between turns (f34: 27 of 68 gaps held a single newcomer's first shared phases, 0.42 s
+each, while measurements were ready; BENCHMARKS.md, nineteenth session). A measurement's warm-up
 runs while it queues (``approach``): turnstile taken, token shared, beside the shared work already
 in (often the last measurement's checks after timing), so the turn starts with the samples. The
 compile warm-up holds the token from the orchestrator.
@@ -59,9 +65,20 @@ def turnstile_of(token: str | Path) -> Path:
     return Path(f"{token}.turnstile")
 
 
+def ready_gate_of(token: str | Path) -> Path:
+    """The ready gate's file that goes with the token file ``token``."""
+    return Path(f"{token}.ready")
+
+
+def token_files(token: str | Path) -> tuple[Path, Path, Path]:
+    """The token's files: the token, its turnstile and its ready gate (all mounted into a container)."""
+    return Path(token), turnstile_of(token), ready_gate_of(token)
+
+
 def create_token_files(token: Path) -> Path:
-    """Create ``token`` and its turnstile, readable by all (a container's user opens them read-only)."""
-    for path in (token, turnstile_of(token)):
+    """Create ``token``, its turnstile and its ready gate, readable by all (a container's user opens them
+    read-only)."""
+    for path in token_files(token):
         if not path.exists():
             path.touch()
             path.chmod(0o644)
@@ -82,10 +99,12 @@ class DeviceToken:
         self.mode: str | None = None
         self.isolation = isolation
         self._approaching = False  # the turnstile held and the token shared, before an exclusive turn
-        self._token = self._turnstile = None
+        self._ready = False  # the ready gate held shared: ready for a turn (from approach until the turn)
+        self._token = self._turnstile = self._gate = None
         if path:
             self._token = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             self._turnstile = os.open(turnstile_of(path), os.O_RDONLY | os.O_CLOEXEC)
+            self._gate = os.open(ready_gate_of(path), os.O_RDONLY | os.O_CLOEXEC)
             self.record.update(path=str(path), isolation=isolation, waited_s=0.0, windows=[])
 
     def hold(self, mode: str) -> None:
@@ -102,6 +121,7 @@ class DeviceToken:
                 if self.isolation == ISOLATE_MEASUREMENTS:
                     fcntl.flock(self._token, fcntl.LOCK_UN)  # shared work takes no lock there
                 fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+                self._not_ready()
                 return
             asked = time.time()
             self.record["windows"][-1][1] = asked
@@ -112,6 +132,7 @@ class DeviceToken:
                 fcntl.flock(self._token, fcntl.LOCK_EX)
             finally:
                 fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+                self._not_ready()
             self._opened(asked, EXCLUSIVE)
             return
         if mode == self.mode:
@@ -126,6 +147,11 @@ class DeviceToken:
             fcntl.flock(self._token, fcntl.LOCK_SH)
         else:
             self.release()
+            if mode == SHARED:
+                # A newcomer waits while any measurement is ready for its turn (the gate held shared by them);
+                # the gate is let go at once: it only waits, it holds nothing out.
+                fcntl.flock(self._gate, fcntl.LOCK_EX)
+                fcntl.flock(self._gate, fcntl.LOCK_UN)
             # Never taken while the token is held, so the turnstile's holder only ever waits for the token.
             fcntl.flock(self._turnstile, fcntl.LOCK_EX)
             try:
@@ -146,15 +172,28 @@ class DeviceToken:
             raise RuntimeError("approach() is for a holder on its way to its turn, not in it")
         self.release()
         asked = time.time()
-        fcntl.flock(self._turnstile, fcntl.LOCK_EX)
+        fcntl.flock(self._gate, fcntl.LOCK_SH)  # ready: newcomers wait at the gate until the turn
+        self._ready = True
+        try:
+            fcntl.flock(self._turnstile, fcntl.LOCK_EX)
+        except BaseException:
+            self._not_ready()
+            raise
         try:
             # Under either isolation: a shared lock waits out the measurement that holds the token now.
             fcntl.flock(self._token, fcntl.LOCK_SH)
         except BaseException:
             fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+            self._not_ready()
             raise
         self._approaching = True
         self._opened(asked, SHARED)
+
+    def _not_ready(self) -> None:
+        """Let go of the ready gate, where this holder held it."""
+        if self._ready:
+            self._ready = False
+            fcntl.flock(self._gate, fcntl.LOCK_UN)
 
     def _opened(self, asked: float, mode: str) -> None:
         """Record the window opened now in ``mode``, asked for at ``asked``."""
@@ -172,14 +211,15 @@ class DeviceToken:
         if self._approaching:
             self._approaching = False
             fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+        self._not_ready()
         self.mode = None
 
     def close(self) -> None:
         self.release()
-        for descriptor in (self._token, self._turnstile):
+        for descriptor in (self._token, self._turnstile, self._gate):
             if descriptor is not None:
                 os.close(descriptor)
-        self._token = self._turnstile = None
+        self._token = self._turnstile = self._gate = None
 
     def __enter__(self) -> DeviceToken:
         return self
