@@ -45,3 +45,48 @@ def test_the_error_is_found_behind_the_candidates_wrapping():
         assert out_of_memory(wrapped) is oom
     assert out_of_memory(ValueError("no")) is None
     assert others_took_it(oom, torch.device("cpu")) is None  # no GPU readings on a CPU device
+
+
+def test_cudas_own_out_of_memory_is_found_and_judged_only_before_the_candidate_ran():
+    """f35: a reference's ``torch.randn`` failed with CUDA's own error (an ``AcceleratorError``, no size given)
+    beside seven evaluations in flight, and the worker died of it (``harness_failed``). Now it is an
+    out-of-memory error; of no stated size, it is the others' only where none of the candidate's code has run."""
+    driver = RuntimeError("CUDA error: out of memory\nSearch for `cudaErrorMemoryAllocation' in https://docs...")
+    assert out_of_memory(driver) is driver and asked_bytes(driver) is None
+    assert out_of_memory(RuntimeError("CUDA error: an illegal memory access was encountered")) is None
+    evidence = fits_alone(None, 2 * GIB, 79 * GIB, 70 * GIB)
+    assert evidence and evidence.startswith("an allocation of no stated size") and "held 70.0 GiB" in evidence
+    assert fits_alone(None, 2 * GIB, 79 * GIB, 0) is None
+
+
+def test_an_out_of_memory_error_in_kbenchs_own_steps_is_a_verdict_not_a_crash(tmp_path, monkeypatch):
+    """CUDA's own out-of-memory error raised in the reference stage ends the evaluation with a verdict
+    (``runtime_error`` / ``out_of_memory`` on this CPU machine, where no GPU reading can blame the others),
+    not an exception out of the worker."""
+    from runner.worker import evaluate as evaluate_module
+    from runner.worker.protocol import TimingSettings
+    from tests.conftest import in_process_job
+
+    task = (
+        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+        "def get_inputs(n):\n    return [torch.randn(n)]\ndef get_init_inputs(n):\n    return []\n"
+    )
+    job = in_process_job(
+        tmp_path,
+        task,
+        task.replace("class Model", "class ModelNew"),
+        "double",
+        {"small": {"n": 8}, "perf": {"n": 8}},
+        TimingSettings(),
+    )
+
+    def refuse(*args, **kwargs):  # a test double at the GPU's boundary: the driver's error, on a CPU machine
+        raise RuntimeError("CUDA error: out of memory")
+
+    monkeypatch.setattr(evaluate_module, "float64_references", refuse)
+    result = evaluate_module.evaluate(job, tmp_path)
+    assert (result.verdict.status, result.verdict.reason, result.verdict.stage) == (
+        "runtime_error",
+        "out_of_memory",
+        "reference",
+    )

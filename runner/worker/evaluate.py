@@ -46,7 +46,7 @@ from runner.worker.integrity import (
 )
 from runner.worker.kernel_census import KernelCensus
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
-from runner.worker.memory import causes, others_took_it
+from runner.worker.memory import causes, others_took_it, out_of_memory
 from runner.worker.placements import TimedSide, timing_inputs, weight_copies
 from runner.worker.precision import float64_references
 from runner.worker.prewarm import spare_record, start_spare
@@ -67,6 +67,8 @@ from runner.worker.protocol import (
 )
 from runner.worker.timing import GpuThrottled, instruments, measure_pair
 
+# The stages in which no code of the candidate has run yet.
+_BEFORE_THE_CANDIDATE = ("start", "reference")
 _COMPILE_ERROR_TYPES = ("CompilationError", "BackendCompilerFailed", "InductorError", "CompileError")
 
 
@@ -172,7 +174,9 @@ def evaluate(job: dict, job_dir: Path) -> Result:
                     result.environment.setdefault("not_written", {})[path.name] = str(exc)[:300]
     except _Stop as stop:
         result.verdict = stop.verdict
-    except torch.OutOfMemoryError as exc:  # in kbench's own steps (inputs, snapshots, checks): whose was it?
+    except Exception as exc:  # out of memory in kbench's own steps (inputs, snapshots, checks): whose was it?
+        if out_of_memory(exc) is None:
+            raise
         result.verdict = _failure("runtime_error", "out_of_memory", exc, clock.stage or "start")
     if device.type == "cuda" and torch.cuda.is_initialized():
         memory = result.environment.setdefault("device_memory_bytes", {})
@@ -514,7 +518,7 @@ def _failure(status: str, reason: str, exc: BaseException, stage: str) -> Verdic
     lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
     detail = "".join(lines)[-4000:]
     device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_initialized() else torch.device("cpu")
-    taken = others_took_it(exc, device)
+    taken = others_took_it(exc, device, candidate_ran=stage not in _BEFORE_THE_CANDIDATE)
     if taken:  # the other evaluations in flight and the spares held the memory: not the candidate's failure
         return Verdict("infra_error", "device_memory_taken", f"out of memory: {taken}\n" + detail, stage)
     return Verdict(status, reason, f"{type(exc).__name__}: {exc}"[:500] + "\n" + detail, stage)

@@ -30,9 +30,23 @@ def causes(exc: BaseException | None):
         exc = exc.__cause__ or exc.__context__
 
 
+# CUDA's own allocation failure (cudaErrorMemoryAllocation), raised by torch as an ``AcceleratorError`` (a
+# ``RuntimeError``) where the driver, not torch's allocator, ran out: loading a kernel's module, a launch's
+# resources. f35: a reference's ``torch.randn`` failed so beside seven others in flight, with no size given.
+_DRIVER_OUT_OF_MEMORY = "CUDA error: out of memory"
+
+
 def out_of_memory(exc: BaseException | None) -> BaseException | None:
-    """The ``torch.OutOfMemoryError`` in ``exc``'s chain of causes, or None."""
-    return next((error for error in causes(exc) if isinstance(error, torch.OutOfMemoryError)), None)
+    """The ``torch.OutOfMemoryError`` (or CUDA's own out-of-memory error) in ``exc``'s chain of causes, or None."""
+    return next(
+        (
+            error
+            for error in causes(exc)
+            if isinstance(error, torch.OutOfMemoryError)
+            or (isinstance(error, RuntimeError) and _DRIVER_OUT_OF_MEMORY in str(error))
+        ),
+        None,
+    )
 
 
 def asked_bytes(error: BaseException) -> int | None:
@@ -41,25 +55,29 @@ def asked_bytes(error: BaseException) -> int | None:
     return round(float(match[1]) * _UNITS[match[2]]) if match else None
 
 
-def fits_alone(asked: int, own: int, total: int, others: int) -> str | None:
+def fits_alone(asked: int | None, own: int, total: int, others: int) -> str | None:
     """Evidence that ``asked`` bytes, with the ``own`` this process holds, would have fit a device of
-    ``total`` bytes had the ``others`` not held theirs; None where it would not have (the evaluation's own)."""
-    if others <= 0 or own + asked + CONTEXT_ALLOWANCE > total:
+    ``total`` bytes had the ``others`` not held theirs; None where it would not have (the evaluation's own).
+    ``asked`` None: an allocation of no stated size (the driver's own), judged as one that needs no more."""
+    if others <= 0 or own + (asked or 0) + CONTEXT_ALLOWANCE > total:
         return None
     gib = 1 << 30
+    what = "an allocation of no stated size" if asked is None else f"{asked / gib:.2f} GiB asked"
     return (
-        f"{asked / gib:.2f} GiB asked while this evaluation held {own / gib:.2f} GiB would fit the GPU's "
+        f"{what} while this evaluation held {own / gib:.2f} GiB would fit the GPU's "
         f"{total / gib:.1f} GiB; other processes on it held {others / gib:.1f} GiB"
     )
 
 
-def others_took_it(exc: BaseException, device: torch.device) -> str | None:
-    """Evidence that the out-of-memory error in ``exc`` is the other processes' on ``device``, or None."""
+def others_took_it(exc: BaseException, device: torch.device, candidate_ran: bool = True) -> str | None:
+    """Evidence that the out-of-memory error in ``exc`` is the other processes' on ``device``, or None. An error
+    of no stated size is judged only where no code of the candidate has run (``candidate_ran`` False): memory
+    it took past torch's allocator would count as the others'."""
     error = out_of_memory(exc)
     if error is None or device.type != "cuda":
         return None
     asked = asked_bytes(error)
-    if asked is None:
+    if asked is None and candidate_ran:
         return None
     try:
         own = torch.cuda.memory_reserved(device)
