@@ -115,7 +115,9 @@ def _changed_each(now: list, snapshots: list) -> list[bool]:
         and fused_integrity.available(snap)
     ]
     fused = [position for position in fused if now[position].device == now[fused[0]].device]  # one device's reads
-    counts = dict(zip(fused, fused_integrity.differing_bytes_each([(now[p], snapshots[p]) for p in fused]))) if fused else {}
+    counts = (
+        dict(zip(fused, fused_integrity.differing_bytes_each([(now[p], snapshots[p]) for p in fused]))) if fused else {}
+    )
     return [
         counts[position] > 0 if position in counts else snap is not None and not torch.equal(x, snap)
         for position, (x, snap) in enumerate(zip(now, snapshots))
