@@ -317,6 +317,7 @@ class Orchestrator:
             result.environment["health_gate"] = {
                 "ok": gate.ok,
                 "waited_s": gate.waited_s,
+                "waited_for": gate.waited_for,
                 "problems": gate.problems,
                 "others_running": gate.others_running,
             }

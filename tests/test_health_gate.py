@@ -36,6 +36,16 @@ def test_with_nothing_else_running_a_power_cap_is_waited_out(monkeypatch):
     readings_double(monkeypatch, {"throttle_mask": POWER_CAP}, {"throttle_mask": 0})
     gate = nvml.health_gate(0, 85, cooldown_limit_s=60)
     assert gate.ok and gate.problems == [] and gate.waited_s >= 1.9 and gate.others_running == 0
+    assert gate.waited_for == ["throttled: sw_power_cap"]  # why it waited, though it passed
+
+
+def test_a_hot_gpu_is_waited_for_and_the_record_says_from_what_temperature(monkeypatch):
+    readings_double(monkeypatch, {"temperature_c": 61}, {"temperature_c": 58}, {"temperature_c": 55})
+    gate = nvml.health_gate(0, 56, cooldown_limit_s=60)
+    assert gate.ok and gate.problems == [] and gate.waited_s >= 3.9
+    assert gate.waited_for == ["temperature 61 C > 56 C"] and gate.reading["temperature_c"] == 55
+    readings_double(monkeypatch, {"temperature_c": 40})
+    assert nvml.health_gate(0, 56, cooldown_limit_s=60).waited_for == []  # no wait, nothing waited for
 
 
 def test_a_power_cap_that_does_not_clear_is_a_problem_after_the_limit(monkeypatch):

@@ -6,8 +6,10 @@ candidate (BENCHMARKS.md, thirteenth session)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+from runner.worker import memory
 from runner.worker.memory import CONTEXT_ALLOWANCE, asked_bytes, fits_alone, others_took_it, out_of_memory
 
 GIB = 1 << 30
@@ -59,7 +61,39 @@ def test_cudas_own_out_of_memory_is_found_and_judged_only_before_the_candidate_r
     assert fits_alone(None, 2 * GIB, 79 * GIB, 0) is None
 
 
-def test_an_out_of_memory_error_in_kbenchs_own_steps_is_a_verdict_not_a_crash(tmp_path, monkeypatch):
+# What the CUDA libraries said on the H100 when a first use found under 3 MiB free (BENCHMARKS.md, twentieth session).
+CUBLAS = "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"
+CUDNN = "cuDNN error: CUDNN_STATUS_INTERNAL_ERROR"
+CUSOLVER = "cusolver error: CUSOLVER_STATUS_INTERNAL_ERROR, when calling `cusolverDnCreate(handle)`."
+CUFFT = "cuFFT error: CUFFT_INTERNAL_ERROR"
+
+
+def device_with_free_memory(monkeypatch, free: int) -> None:
+    """A test double at the GPU's boundary (none here): CUDA initialised, ``free`` bytes free of 80 GiB."""
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *device: (free, 80 * GIB))
+
+
+def test_a_librarys_allocation_failure_is_an_out_of_memory_error_of_no_stated_size():
+    error = RuntimeError(CUBLAS)
+    assert out_of_memory(error) is error and asked_bytes(error) is None
+    assert out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx`")) is None
+
+
+@pytest.mark.parametrize("message", [CUDNN, CUSOLVER, CUFFT])
+def test_a_librarys_internal_error_is_out_of_memory_only_on_a_nearly_full_device(monkeypatch, message):
+    """cuDNN, cuSOLVER and cuFFT said only "internal error" where they could not allocate: taken for an
+    allocation failure with under 1 GiB free when judged, and for what it says otherwise."""
+    error = RuntimeError(message)
+    assert out_of_memory(error) is None  # no CUDA here: nothing says the device was full
+    device_with_free_memory(monkeypatch, 3 << 20)
+    assert out_of_memory(error) is error
+    device_with_free_memory(monkeypatch, memory.NEARLY_FULL_BYTES)
+    assert out_of_memory(error) is None
+
+
+@pytest.mark.parametrize("message", ["CUDA error: out of memory", CUBLAS])
+def test_an_out_of_memory_error_in_kbenchs_own_steps_is_a_verdict_not_a_crash(tmp_path, monkeypatch, message):
     """CUDA's own out-of-memory error raised in the reference stage ends the evaluation with a verdict
     (``runtime_error`` / ``out_of_memory`` on this CPU machine, where no GPU reading can blame the others),
     not an exception out of the worker."""
@@ -81,7 +115,7 @@ def test_an_out_of_memory_error_in_kbenchs_own_steps_is_a_verdict_not_a_crash(tm
     )
 
     def refuse(*args, **kwargs):  # a test double at the GPU's boundary: the driver's error, on a CPU machine
-        raise RuntimeError("CUDA error: out of memory")
+        raise RuntimeError(message)
 
     monkeypatch.setattr(evaluate_module, "float64_references", refuse)
     result = evaluate_module.evaluate(job, tmp_path)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 THROTTLE_BITS = {
@@ -118,6 +118,9 @@ class GateOutcome:
     # How many of the run's own evaluations were running on the GPU when it was read: with any, the gate
     # did not wait (a slowdown then is, or cannot be told from, the run's own load).
     others_running: int = 0
+    # What made it wait, as first read (empty where it did not wait): a gate that waited and then passed
+    # says why it waited, and from what temperature.
+    waited_for: list[str] = field(default_factory=list)
 
 
 def health_gate(
@@ -142,6 +145,7 @@ def health_gate(
     batch by the timing loop, which throws slowed batches away and idles the GPU until they clear.
     """
     started = time.monotonic()
+    waited_for: list[str] = []
     while True:
         reading = read_gpu(index)
         if not reading.get("available"):
@@ -156,6 +160,7 @@ def health_gate(
         waited = time.monotonic() - started
         if not passing or others_running or waited >= cooldown_limit_s:
             break
+        waited_for = waited_for or passing
         time.sleep(2.0)
     problems = list(passing)
     processes = reading["compute_processes"]
@@ -163,7 +168,7 @@ def health_gate(
         foreign = [pid for pid in processes if pid not in own_pids and not descends_from_this_process(pid)]
         if foreign:
             problems.append(f"foreign compute processes {foreign}")
-    return GateOutcome(not problems, waited, reading, problems, others_running)
+    return GateOutcome(not problems, waited, reading, problems, others_running, waited_for)
 
 
 def descends_from_this_process(pid: int) -> bool:

@@ -6,7 +6,8 @@ allocation that would fit on the GPU alone can fail because the others hold the 
 the candidate's failure: with ``in_flight=8`` on the H100, 14 of 222 reference evaluations ended
 out of memory and were reported as the candidate's ``runtime_error`` (BENCHMARKS.md, thirteenth
 session). Judged where it fails, from the allocation torch says it asked for, the memory this
-process's allocator holds and the device's capacity.
+process's allocator holds and the device's capacity. Failures of no stated size (CUDA's own, the CUDA
+libraries' creating a handle) are judged only where none of the candidate's code has run.
 """
 
 from __future__ import annotations
@@ -30,20 +31,51 @@ def causes(exc: BaseException | None):
         exc = exc.__cause__ or exc.__context__
 
 
-# CUDA's own allocation failure (cudaErrorMemoryAllocation), raised by torch as an ``AcceleratorError`` (a
-# ``RuntimeError``) where the driver, not torch's allocator, ran out: loading a kernel's module, a launch's
-# resources. f35: a reference's ``torch.randn`` failed so beside seven others in flight, with no size given.
-_DRIVER_OUT_OF_MEMORY = "CUDA error: out of memory"
+# Allocation failures of no stated size: CUDA's own (cudaErrorMemoryAllocation, raised by torch as an
+# ``AcceleratorError``, a ``RuntimeError``) where the driver, not torch's allocator, ran out (f35: a reference's
+# ``torch.randn`` beside seven others in flight), and the CUDA libraries' creating a handle or a plan. On the
+# H100 with under 3 MiB free (BENCHMARKS.md, twentieth session) a first matmul failed with
+# "CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`".
+_ALLOCATION_FAILED = (
+    "CUDA error: out of memory",
+    "CUBLAS_STATUS_ALLOC_FAILED",
+    "CUDNN_STATUS_ALLOC_FAILED",
+    "CUSOLVER_STATUS_ALLOC_FAILED",
+    "CUSPARSE_STATUS_ALLOC_FAILED",
+    "CUFFT_ALLOC_FAILED",
+)
+# What cuDNN, cuSOLVER and cuFFT said there instead: only "internal error" (a first conv2d, a first
+# ``linalg.solve``, a first ``fft``). Taken for an allocation failure only where the device has under
+# ``NEARLY_FULL_BYTES`` free when the error is judged; elsewhere it stays whatever else it is.
+_INTERNAL_ERROR = ("CUDNN_STATUS_INTERNAL_ERROR", "CUSOLVER_STATUS_INTERNAL_ERROR", "CUFFT_INTERNAL_ERROR")
+NEARLY_FULL_BYTES = 1 << 30
+
+
+def _nearly_full() -> bool:
+    """Whether the current CUDA device has under ``NEARLY_FULL_BYTES`` free now (False without CUDA)."""
+    try:
+        return torch.cuda.is_initialized() and torch.cuda.mem_get_info()[0] < NEARLY_FULL_BYTES
+    except RuntimeError:
+        return False
+
+
+def _no_size_allocation_failure(error: BaseException) -> bool:
+    if not isinstance(error, RuntimeError):
+        return False
+    text = str(error)
+    return any(marker in text for marker in _ALLOCATION_FAILED) or (
+        any(marker in text for marker in _INTERNAL_ERROR) and _nearly_full()
+    )
 
 
 def out_of_memory(exc: BaseException | None) -> BaseException | None:
-    """The ``torch.OutOfMemoryError`` (or CUDA's own out-of-memory error) in ``exc``'s chain of causes, or None."""
+    """The ``torch.OutOfMemoryError`` (or an allocation failure of no stated size: CUDA's own, a library's) in
+    ``exc``'s chain of causes, or None."""
     return next(
         (
             error
             for error in causes(exc)
-            if isinstance(error, torch.OutOfMemoryError)
-            or (isinstance(error, RuntimeError) and _DRIVER_OUT_OF_MEMORY in str(error))
+            if isinstance(error, torch.OutOfMemoryError) or _no_size_allocation_failure(error)
         ),
         None,
     )
