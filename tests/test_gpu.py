@@ -16,13 +16,13 @@ from tests.conftest import FAST_TIMING, kbench, make_kernelbench_dir, result_rec
 pytestmark = pytest.mark.gpu
 
 
-def _two_reference_tasks(tmp_path, name: str, *overrides: str) -> list[dict]:
-    """The results of a reference run over two tasks on the H100 configuration."""
+def _reference_results(tmp_path, name: str, tasks: str, *overrides: str) -> list[dict]:
+    """The results of a reference run over ``tasks`` (``a,b``) on the H100 configuration."""
     proc = kbench(
         "run",
         "hardware=h100",
         "suite=full",
-        "suite.tasks=[gelu_tanh,linear_bias_fp16]",
+        f"suite.tasks=[{tasks}]",
         "method=reference",
         "tracking=off",
         f"run.name={name}",
@@ -32,6 +32,11 @@ def _two_reference_tasks(tmp_path, name: str, *overrides: str) -> list[dict]:
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = (tmp_path / "runs").glob(f"*-{name}-*")
     return [json.loads((job / "out" / "result.json").read_text()) for job in (run_dir / "jobs").iterdir()]
+
+
+def _two_reference_tasks(tmp_path, name: str, *overrides: str) -> list[dict]:
+    """The results of a reference run over two tasks on the H100 configuration."""
+    return _reference_results(tmp_path, name, "gelu_tanh,linear_bias_fp16", *overrides)
 
 
 def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
@@ -596,20 +601,7 @@ def test_batches_at_the_power_cap_are_thrown_away_when_asked(tmp_path):
     the cap), so after ``max_throttled_batches`` and a cool-down between each the evaluation ends
     ``infra_error`` / ``gpu_throttled``, naming the cap; on a GPU where some batches run under the cap, those
     are the ones kept. Either way the result records no kept batch at the cap."""
-    proc = kbench(
-        "run",
-        "hardware=h100",
-        "suite=full",
-        "suite.tasks=[linear_bias_gelu_bf16]",
-        "method=reference",
-        "tracking=off",
-        "run.name=capped",
-        "eval.timing.discard_power_capped=true",
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (path,) = (tmp_path / "runs").glob("*-capped-*/jobs/*/out/result.json")
-    result = json.loads(path.read_text())
+    (result,) = _reference_results(tmp_path, "capped", "linear_bias_gelu_bf16", "eval.timing.discard_power_capped=true")
     verdict, timing = result["verdict"], result["timing"]
     if verdict["status"] == "infra_error":
         assert verdict["reason"] == "gpu_throttled" and "sw_power_cap" in verdict["message"], verdict
