@@ -567,7 +567,7 @@ print(json.dumps(found))
 
 
 def test_the_libraries_out_of_memory_errors_are_recognised_on_the_gpu():
-    """A process outside holds all of the GPU's memory but under 2 MiB; this process's first matmul fails
+    """A process outside holds all of the GPU's memory but about 3 MiB; this process's first matmul fails
     creating cuBLAS's handle (ALLOC_FAILED), and its first convolution, solve and FFT may fail creating theirs
     (cuDNN, cuSOLVER, cuFFT: "internal error"), none with a size. Each is an out-of-memory error to
     ``memory.out_of_memory``; before any candidate code ran it is judged the others', with the sizes as

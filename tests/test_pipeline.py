@@ -189,14 +189,15 @@ def test_the_health_gate_knows_how_many_of_the_runs_evaluations_run_beside(tmp_p
 
     def gate(index, max_temperature_c, own_pids, cooldown_limit_s, others_running):
         told.append(others_running)
-        return GateOutcome(True, 0.0, gpu_reading_double(index), [], others_running)
+        return GateOutcome(True, 2.0, gpu_reading_double(index), [], others_running, ["temperature 61 C > 56 C"])
 
     run_dir = _sweep_on_gpu_doubles(tmp_path, monkeypatch, [f"executor.in_flight={in_flight}"], gate)
-    recorded = sorted(
-        json.loads(path.read_text())["environment"]["health_gate"]["others_running"]
-        for path in run_dir.glob("jobs/*/out/result.json")
-    )
+    records = [
+        json.loads(path.read_text())["environment"]["health_gate"] for path in run_dir.glob("jobs/*/out/result.json")
+    ]
+    recorded = sorted(record["others_running"] for record in records)
     assert recorded == sorted(told) and len(told) == 6
+    assert all(record["waited_for"] == ["temperature 61 C > 56 C"] for record in records)  # why it waited, kept
     assert max(told) == in_flight - 1
 
 
