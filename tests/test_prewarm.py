@@ -93,3 +93,129 @@ def test_a_spare_sees_whether_its_job_is_already_waiting():
         assert job_waiting(stream)
         assert stream.readline() == "/runs/x/jobs/abc\n"
         assert not job_waiting(stream)
+
+
+# A spare's first uses on the device (``prewarm_device``), run here on the CPU: what is under test is how they
+# hold the device's token (the ready gate, the hand-over to a job), which is the same on any device. Each case
+# runs in a fresh interpreter, as a spare is one (the records are the process's own).
+_FIRST_USES = r"""
+import json, os, sys, time, torch
+from runner.worker import prewarm
+from runner.worker.device_token import DeviceToken
+case, token_path, job = sys.argv[1], sys.argv[2] or None, sys.argv[3]
+read, write = os.pipe()
+stdin = os.fdopen(read)
+if job == "before":
+    os.write(write, b"/runs/x/jobs/abc\n")
+started = time.time()
+prewarm.prewarm_device(torch.device("cpu"), stdin, token_path)
+out = {"started": started, "prewarmed": prewarm.PREWARMED, "spare_token": prewarm.SPARE_DEVICE_TOKEN}
+if case == "hand-over":
+    record = {}
+    token = prewarm.job_token(record, sys.argv[4])
+    other = DeviceToken(token_path)
+    import fcntl
+    try:
+        fcntl.flock(other._token, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        out["exclusive_free_while_the_job_holds"] = True
+    except BlockingIOError:
+        out["exclusive_free_while_the_job_holds"] = False
+    out["mode"] = token.mode
+    token.close()
+    out["record"] = record
+print(json.dumps(out))
+"""
+
+
+def _first_uses(tmp_path, case: str, token, job: str = "none", isolation: str = "device", wait: bool = True):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    if token:
+        env["KBENCH_DEVICE_TOKEN"] = str(token)  # as the executor sets it (device_token.TOKEN_ENV)
+    command = [sys.executable, "-c", _FIRST_USES, case, str(token or ""), job, isolation]
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:
+        return proc
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_a_spares_first_uses_wait_for_a_gap_between_measurements(tmp_path):
+    """A measurement is ready (queued for its turn): the spare's first uses do not start while it waits, nor
+    during its turn; they run once the turn is over, and the token is let go after them (no job came)."""
+    import time
+
+    from runner.worker.device_token import EXCLUSIVE, DeviceToken, create_token_files
+
+    token = create_token_files(tmp_path / "gpu.token")
+    with DeviceToken(token) as measurement:
+        measurement.approach()
+        spare = _first_uses(tmp_path, "gap", token, wait=False)
+        time.sleep(3.0)  # the spare's interpreter starts and waits at the ready gate meanwhile
+        assert spare.poll() is None
+        measurement.hold(EXCLUSIVE)
+        time.sleep(0.5)
+        turn_ended = time.time()
+    out, err = spare.communicate(timeout=240)
+    assert spare.returncode == 0, err[-3000:]
+    result = json.loads(out.strip().splitlines()[-1])
+    assert isinstance(result["prewarmed"]["device first uses"], float), result["prewarmed"]
+    ((start, end, mode),) = result["spare_token"]["windows"]
+    assert mode == "shared" and start >= turn_ended and end is not None
+    assert "handed_to_the_job" not in result["spare_token"]
+
+
+def test_a_job_that_came_meanwhile_gets_the_token_as_held(tmp_path):
+    """The job is waiting when the spare gets the token: the first uses are skipped, and the job holds the
+    spare's token from then on (one window, no second pass at the gate: its first phases start in this gap),
+    so no measurement can take the device meanwhile."""
+    from runner.worker.device_token import create_token_files
+
+    token = create_token_files(tmp_path / "gpu.token")
+    result = _first_uses(tmp_path, "hand-over", token, job="before")
+    assert result["prewarmed"]["device first uses"].startswith("not done: its job came")
+    assert result["spare_token"]["handed_to_the_job"] is True
+    assert result["mode"] == "shared" and result["exclusive_free_while_the_job_holds"] is False
+    ((start, end, mode),) = result["record"]["windows"]
+    assert mode == "shared" and result["started"] <= start < end
+    assert result["record"]["waited_s"] == 0.0 and result["record"]["path"] == str(token)
+
+
+def test_under_measurement_isolation_the_job_does_not_keep_the_spares_token(tmp_path):
+    """Where shared phases take no lock (``measurement_isolation=measurements``), a token the spare held for
+    its job is let go; the job's record starts with the spare's window, closed."""
+    from runner.worker.device_token import create_token_files
+
+    token = create_token_files(tmp_path / "gpu.token")
+    result = _first_uses(tmp_path, "hand-over", token, job="before", isolation="measurements")
+    assert result["exclusive_free_while_the_job_holds"] is True
+    ((start, end, mode),) = result["record"]["windows"]
+    assert mode == "shared" and end is not None
+
+
+def test_without_a_token_a_spare_makes_no_first_uses(tmp_path):
+    """No token to hold: the first uses would run beside whatever measures, so none run."""
+    result = _first_uses(tmp_path, "none", None)
+    assert result["prewarmed"] == {"device first uses": "not done: no device token to hold"}
+    assert result["spare_token"] == {}
+
+
+def test_spares_on_a_gpu_are_told_to_make_their_first_uses_unless_the_warm_up_runs_them(tmp_path):
+    """The executor tells a worker on a GPU to make its first uses before its job (on by default, off when
+    asked); never a worker of the compile warm-up, whose token the orchestrator holds: a spare waiting for it
+    would wait for the warm-up that waits for the spare."""
+    from runner.cli import warmup_executor_settings
+    from runner.executors.base import ExecutorSettings
+    from runner.executors.local import LocalExecutor
+    from runner.worker.device_token import DEVICE_PREWARM_ENV, PREINIT_ENV
+
+    def env(settings, gpu):
+        return LocalExecutor(settings).child_env(tmp_path / "home", gpu)
+
+    settings = ExecutorSettings(cache_dir=tmp_path, prestart=6, in_flight=8)
+    assert env(settings, "GPU-0")[DEVICE_PREWARM_ENV] == "1" and env(settings, "GPU-0")[PREINIT_ENV] == "1"
+    assert DEVICE_PREWARM_ENV not in env(settings, None)
+    assert DEVICE_PREWARM_ENV not in env(ExecutorSettings(cache_dir=tmp_path, spare_device_prewarm=False), "GPU-0")
+    warmup = warmup_executor_settings(settings)
+    assert (warmup.prestart, warmup.in_flight) == (0, 1)
+    assert DEVICE_PREWARM_ENV not in env(warmup, "GPU-0") and env(warmup, "GPU-0")[PREINIT_ENV] == "1"
