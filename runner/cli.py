@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from runner.executors.base import ExecutorSettings, ExecutorUnavailable
+from runner.executors.base import ExecutorUnavailable
 from runner.paths import SUITES_DIR, TASKS_DIR
 
 USER_ERROR = 2
@@ -129,7 +129,6 @@ def command_run(overrides: list[str], console: Console) -> int:
             in_flight=cfg.executor.in_flight,
             compile_threads=cfg.executor.compile_threads,
             spare_context_under_token=cfg.executor.spare_context_under_token,
-            spare_device_prewarm=cfg.executor.spare_device_prewarm,
             memory_limit_bytes=cfg.executor.memory_limit_mb << 20,
             pids_limit=cfg.executor.pids_limit,
             cpus=cfg.executor.cpus,
@@ -250,7 +249,7 @@ def command_run(overrides: list[str], console: Console) -> int:
         if settings.warmup_workers:
             console.print("compile warm-up off: containers have private compile caches (executor.shared_compile_cache)")
     else:
-        warmup_executor = make_executor(requested, warmup_executor_settings(executor_settings))
+        warmup_executor = make_executor(requested, replace(executor_settings, prestart=0, in_flight=1))
         if isinstance(warmup_executor, LocalExecutor) and isinstance(executor, LocalExecutor):
             warmup_executor.borrow_fork_servers(executor)
     orchestrator = Orchestrator(settings, run_dir, executor, sink, console, host["git_commit"], warmup_executor)
@@ -277,13 +276,6 @@ def command_run(overrides: list[str], console: Console) -> int:
     print(report)
     console.print(f"report: {run_dir.path / 'report.md'}")
     return 0
-
-
-def warmup_executor_settings(settings: ExecutorSettings) -> ExecutorSettings:
-    """The compile warm-up's executor: one worker at a time, none started ahead, and no first uses on the
-    device before the job: the warm-up holds the device's token from the orchestrator, which a spare's first
-    uses would wait for (``runner/worker/prewarm.py``)."""
-    return replace(settings, prestart=0, in_flight=1, spare_device_prewarm=False)
 
 
 def command_report(run: str, tracking_uri: str, console: Console) -> int:

@@ -136,11 +136,6 @@ class ExecutorConfig:
     # contexts off cut the slowed batches only from 4.7% to 4.3%, for 4 points of duty (BENCHMARKS.md,
     # thirteenth session): off by default, there to reproduce that.
     spare_context_under_token: bool = False
-    # Whether a spare on a GPU makes its first uses on the device (CUDA's lazy module loads, cuBLAS's handles,
-    # the checks' kernels) before its job, holding the token shared, entering like a newcomer: in a gap between
-    # measurements, never beside one. Without, each evaluation pays them inside its first shared phases
-    # (runner/worker/prewarm.py; BENCHMARKS.md, twenty-first session).
-    spare_device_prewarm: bool = True
     warmup_workers: int = 0
     file_size_limit_mb: int = 2048
     env_passthrough: list[str] = field(default_factory=list)

@@ -392,42 +392,6 @@ def test_spares_make_their_contexts_between_measurements_when_asked(tmp_path):
         assert not any(made < end and ready > start for start, end in measuring)
 
 
-def test_spares_make_their_first_uses_on_the_device_between_measurements(tmp_path):
-    """``executor.spare_device_prewarm`` (on by default): a spare makes its first uses on the GPU before its
-    job, holding the device token shared, so never while another evaluation measures; a job that came
-    meanwhile holds the spare's token from its first window on. Four tasks, two in flight, two spares: the
-    later evaluations run in spares that had time to make them."""
-    results = _reference_results(
-        tmp_path,
-        "device-prewarm",
-        "gelu_tanh,linear_bias_fp16,rms_norm_llama3_bf16,layer_norm_falcon40b_fp32",
-        "executor.prestart=2",
-        "executor.in_flight=2",
-        *FAST_TIMING,
-    )
-    assert len(results) == 4 and all(result["verdict"]["status"] == "correct" for result in results)
-    measuring = [
-        (start, end)
-        for result in results
-        for start, end, mode in token_windows(result["environment"]["device_token"])
-        if mode == "exclusive"
-    ]
-    for result in results:
-        spare = result["environment"].get("spare_device_token")
-        if not spare:
-            continue  # its job was waiting when the worker started: no first uses before it
-        windows = result["environment"]["device_token"]["windows"]
-        # The spare's window is the first of the job's record (held on, where the job came meanwhile).
-        assert windows[0][0] == spare["windows"][0][0]
-        first_uses = result["environment"]["spare_prewarm_s"]["device first uses"]
-        if spare.get("handed_to_the_job"):
-            assert isinstance(first_uses, float) or first_uses.startswith("not done: its job came")
-        else:
-            assert isinstance(first_uses, float)
-            start, end, mode = spare["windows"][0]
-            assert mode == "shared" and not any(start < e and end > s for s, e in measuring)
-
-
 def test_out_of_memory_that_another_process_caused_is_not_the_candidates(tmp_path):
     """Regression (``executor.in_flight=8`` on the H100: 14 of 222 reference evaluations ran out of memory
     because the others held it, and were reported as the candidate's ``runtime_error``): a process outside

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from runner.paths import MANIFESTS_DIR
-from runner.worker.device_token import DEVICE_PREWARM_ENV, PREINIT_ENV, PREINIT_UNDER_TOKEN, WAIT_STAGE
+from runner.worker.device_token import PREINIT_UNDER_TOKEN, WAIT_STAGE
 from runner.worker.protocol import read_stage
 
 # From handing a job over to the worker starting it (its stage marker): imports under load, and
@@ -31,7 +31,6 @@ class ExecutorSettings:
     cache_dir: Path | None = None  # compile caches (inductor, triton) shared within a run
     compile_threads: int = 1  # TORCHINDUCTOR_COMPILE_THREADS inside the sandbox
     spare_context_under_token: bool = False  # a spare's CUDA context made holding the device token (shared)
-    spare_device_prewarm: bool = True  # a spare's first uses on its GPU made before its job, in a gap (prewarm.py)
     prestart: int = 0  # workers started ahead, per device, waiting for their job (imports and CUDA init hidden)
     start: str = "fork"  # local only: "fork" (from a fork server that imported once) or "exec" (fresh interpreters)
     in_flight: int = 1  # evaluations running at once per device; their measurements take turns on its token
@@ -52,14 +51,6 @@ class ExecutorSettings:
     def cuda_preinit(self) -> str:
         """``PREINIT_ENV`` for a worker on a GPU: make its CUDA context at once ("1"), or holding the token."""
         return PREINIT_UNDER_TOKEN if self.spare_context_under_token else "1"
-
-    def gpu_env(self) -> dict[str, str]:
-        """What a worker on a GPU is told about its start (``runner/worker/prewarm.py``): its CUDA context, and
-        whether to make its first uses on the device before its job."""
-        env = {PREINIT_ENV: self.cuda_preinit}
-        if self.spare_device_prewarm:
-            env[DEVICE_PREWARM_ENV] = "1"
-        return env
 
 
 @dataclass

@@ -31,7 +31,7 @@ from runner.executors.base import ExecutionOutcome, ExecutorSettings, SparePool
 from runner.executors.container import COMMAND, CONTAINER_TOKEN, Container, container_user
 from runner.executors.docker_engine import LABEL_HOST, LABEL_OWNER, LABEL_PID, choose_image, connect, remove_orphans
 from runner.gpu.lock import work_token
-from runner.worker.device_token import TOKEN_ENV, token_files
+from runner.worker.device_token import PREINIT_ENV, TOKEN_ENV, token_files
 from runner.worker.protocol import CHECKS_CACHE_ENV, OUT_DIR
 
 
@@ -168,7 +168,7 @@ class DockerExecutor:
         if gpu is None:
             env["CUDA_VISIBLE_DEVICES"] = ""
         else:
-            env.update(s.gpu_env())
+            env[PREINIT_ENV] = s.cuda_preinit
             if s.gpu_request == "cdi":
                 device_requests.append(DeviceRequest(driver="cdi", device_ids=[f"{s.cdi_kind}={gpu}"]))
             else:

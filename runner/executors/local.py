@@ -35,7 +35,7 @@ from runner.executors.base import STARTUP_LIMIT_S, ExecutionOutcome, ExecutorSet
 from runner.executors.fork_server import ForkedProcess, ForkServer, ForkServerUnavailable
 from runner.gpu.lock import work_token
 from runner.paths import REPO_ROOT
-from runner.worker.device_token import TOKEN_ENV
+from runner.worker.device_token import PREINIT_ENV, TOKEN_ENV
 from runner.worker.protocol import CHECKS_CACHE_ENV, OUT_DIR, STAGE_FILE
 
 _ALLOWED_ENV = (
@@ -116,7 +116,7 @@ class LocalExecutor:
         env["CUDA_VISIBLE_DEVICES"] = gpu if gpu is not None else ""
         env[TOKEN_ENV] = str(work_token(gpu))
         if gpu is not None:
-            env.update(self.settings.gpu_env())
+            env[PREINIT_ENV] = self.settings.cuda_preinit
         return env
 
     def _cache_dir(self) -> Path:

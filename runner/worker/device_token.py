@@ -46,9 +46,6 @@ TOKEN_ENV = "KBENCH_DEVICE_TOKEN"
 # holding the token shared (never while a measurement runs).
 PREINIT_ENV = "KBENCH_CUDA_PREINIT"
 PREINIT_UNDER_TOKEN = "token"
-# Set ("1") for a spare on a GPU that makes its first uses on the device before its job, holding the token shared
-# (``executor.spare_device_prewarm``, runner/worker/prewarm.py).
-DEVICE_PREWARM_ENV = "KBENCH_DEVICE_PREWARM"
 
 SHARED = "shared"
 EXCLUSIVE = "exclusive"

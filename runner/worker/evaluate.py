@@ -32,7 +32,7 @@ import torch
 from runner.analysis.roofline import roofline_for
 from runner.static_check import StaticReport, screen_candidate
 from runner.worker.compare import compare_outputs
-from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, SHARED, WAIT_STAGE, DeviceToken
+from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, SHARED, TOKEN_ENV, WAIT_STAGE, DeviceToken
 from runner.worker.environment import worker_environment
 from runner.worker.integrity import (
     ThreadCensus,
@@ -49,7 +49,7 @@ from runner.worker.loading import as_output_list, build_model, import_file, make
 from runner.worker.memory import causes, others_took_it, out_of_memory
 from runner.worker.placements import TimedSide, timing_inputs, weight_copies
 from runner.worker.precision import float64_references
-from runner.worker.prewarm import job_token, spare_record, start_spare
+from runner.worker.prewarm import spare_record, start_spare
 from runner.worker.protocol import (
     CANDIDATE_FILE,
     OUT_DIR,
@@ -162,8 +162,7 @@ def evaluate(job: dict, job_dir: Path) -> Result:
         isolation = job.get("measurement_isolation", ISOLATE_DEVICE)
         held_back: dict[Path, object] = {}  # files written once the token is let go (host work holds no device)
         try:
-            # The spare's token where it still holds it for this job (runner/worker/prewarm.py), else a new one.
-            with job_token(record, isolation) as token, torch.no_grad():
+            with DeviceToken(os.environ.get(TOKEN_ENV), record, isolation) as token, torch.no_grad():
                 token.hold(SHARED)
                 _run(job, job_dir, device, result, clock, screened, token, held_back, cost)
         finally:

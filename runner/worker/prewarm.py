@@ -14,16 +14,6 @@ their Triton kernels compiled, or loaded from the checks' own cache, host only; 
 small module per kernel on first call (about 0.01 s on the H100, against 0.3-0.5 s for PyTorch's ops
 the output checks would otherwise use).
 
-The first uses on the device (``prewarm_device``, on a GPU where the executor asks for it,
-``executor.spare_device_prewarm``): a fresh process pays CUDA's lazy module loading, cuBLAS's handles
-and workspace, and the checks' kernels' first launch the first time it calls each, inside its first
-shared phases, where a cohort of evaluations' chains decide how long the GPU measures nothing
-(probe on the H100, seven fresh processes together: the reference stage 0.21 s, median, without;
-0.11 s after these first uses: BENCHMARKS.md, twenty-first session). A spare makes them on small
-tensors before its job, holding the device's token shared and entering like a newcomer (at the ready
-gate), so in a gap between measurements, never beside one. A job that arrives meanwhile gets the
-token as held (``job_token``): its first phases start in the same gap instead of queueing for the next.
-
 Each step is timed and recorded; one that this torch does not have, or that fails, is recorded as
 not done, never an error. ``start_spare`` runs it all in a worker started ahead of its job (imports,
 on a GPU the CUDA context, then the pre-warm, skipped where the job is already waiting), and
@@ -40,17 +30,7 @@ import time
 import torch
 
 from runner.worker import fused_checks, fused_integrity
-from runner.worker.compare import compare_outputs
-from runner.worker.device_token import (
-    DEVICE_PREWARM_ENV,
-    ISOLATE_DEVICE,
-    PREINIT_ENV,
-    PREINIT_UNDER_TOKEN,
-    SHARED,
-    TOKEN_ENV,
-    DeviceToken,
-)
-from runner.worker.integrity import call_violation, poison_allocator, snapshot_inputs
+from runner.worker.device_token import PREINIT_ENV, PREINIT_UNDER_TOKEN, SHARED, TOKEN_ENV, DeviceToken
 
 # The modules a torch.compile of CUDA code imports on its first call that ``torch._inductor.compile_fx``
 # (which every spare imports) does not bring in already: the ones that cost a spare time on the
@@ -72,10 +52,6 @@ PREWARMED: dict = {}
 SPARE_CUDA_CONTEXT: list[float] = []
 # The token record of that, where it was made holding the device token (how long it waited for it).
 SPARE_CONTEXT_TOKEN: dict = {}
-# The token record of the first uses on the device (``prewarm_device``), and the token itself while it is held
-# for a job that arrived meanwhile (``job_token`` hands it over).
-SPARE_DEVICE_TOKEN: dict = {}
-_HELD_FOR_THE_JOB: list[DeviceToken] = []
 
 
 def start_spare(stdin) -> None:
@@ -92,12 +68,9 @@ def start_spare(stdin) -> None:
     _make_cuda_context(os.environ.get(TOKEN_ENV) if preinit == PREINIT_UNDER_TOKEN else None)
     if job_waiting(stdin):
         PREWARMED["skipped"] = "its job was waiting"
-        return
-    device = torch.device("cuda", torch.cuda.current_device())
-    prewarm_compiler(device)
-    prewarm_checks()
-    if os.environ.get(DEVICE_PREWARM_ENV) == "1":
-        prewarm_device(device, stdin, os.environ.get(TOKEN_ENV))
+    else:
+        prewarm_compiler(torch.device("cuda", torch.cuda.current_device()))
+        prewarm_checks()
 
 
 def spare_record() -> dict:
@@ -109,8 +82,6 @@ def spare_record() -> dict:
         record["spare_cuda_context"] = list(SPARE_CUDA_CONTEXT)
     if SPARE_CONTEXT_TOKEN:
         record["spare_cuda_context_token"] = dict(SPARE_CONTEXT_TOKEN)
-    if SPARE_DEVICE_TOKEN:
-        record["spare_device_token"] = dict(SPARE_DEVICE_TOKEN)
     return record
 
 
@@ -124,77 +95,6 @@ def _make_cuda_context(token_path: str | None) -> None:
         torch.empty(1, device="cuda:0")
         torch.cuda.synchronize()
         SPARE_CUDA_CONTEXT[:] = [started, time.time()]
-
-
-def prewarm_device(device: torch.device, stdin, token_path: str | None) -> dict:
-    """The first uses on ``device`` (``first_uses``) before the job, holding the token at ``token_path`` shared,
-    entered as a newcomer enters (the ready gate): in a gap between measurements, never beside one. Skipped
-    where the job came while the spare waited for the token; a job waiting when the token is held, or once the
-    first uses are done, keeps it (``job_token``), else it is let go. Without a token, nothing runs: the first
-    uses would run beside whatever measures."""
-    if not token_path:
-        PREWARMED["device first uses"] = "not done: no device token to hold"
-        return PREWARMED
-    token = DeviceToken(token_path, SPARE_DEVICE_TOKEN)
-    token.hold(SHARED)
-    if job_waiting(stdin):
-        PREWARMED["device first uses"] = "not done: its job came while it waited for the device"
-    else:
-        _step("device first uses", lambda: first_uses(device))
-    if job_waiting(stdin):
-        SPARE_DEVICE_TOKEN["handed_to_the_job"] = True
-        _HELD_FOR_THE_JOB[:] = [token]
-    else:
-        token.close()
-    return PREWARMED
-
-
-def first_uses(device: torch.device) -> None:
-    """Call, on small tensors of each floating dtype, what nearly every evaluation calls first in its shared
-    phases: the inputs' and parameters' generators, a GEMM with a bias (cuBLAS and cuBLASLt: handles, workspace,
-    kernels), common elementwise, reduction and normalisation kernels, casts, and kbench's own checks on the
-    device (snapshots, the allocator's poison, the inputs' comparison, the outputs' comparison). Lazy module
-    loading makes each first call load its kernels' module; this process then holds them for its job.
-    What it allocates is given back to the device."""
-    with torch.device(device), torch.no_grad():
-        for dtype in (torch.float32, torch.float16, torch.bfloat16):
-            x = torch.randn(64, 64, dtype=dtype)
-            w = torch.empty(64, 64, dtype=dtype).uniform_(-1, 1)
-            y = torch.nn.functional.linear(x, w, w[0])
-            outputs = [torch.softmax(x @ w, dim=-1) + torch.nn.functional.layer_norm(y, (64,)) * x, y.sum(0)]
-            snapshots = snapshot_inputs([x, w])
-            poison_allocator(outputs)
-            call_violation([x, w], snapshots, outputs, [])
-            compare_outputs(outputs, [output.clone() for output in outputs], None)
-            outputs[0].float().double().sum()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-    del x, w, y, outputs, snapshots
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-
-
-def job_token(record: dict, isolation: str) -> DeviceToken:
-    """The device token the job holds, recording into ``record``: the spare's, still held shared, where the job
-    came while the spare made its first uses (the job's first phases then start in the same gap, not at the
-    next); a new one otherwise (``TOKEN_ENV``). The spare's windows come first in ``record`` either way: this
-    process held the device then."""
-    if _HELD_FOR_THE_JOB:
-        token = _HELD_FOR_THE_JOB.pop()
-        if isolation == ISOLATE_DEVICE:
-            record.update(token.record, windows=_spare_windows(), waited_s=0.0)
-            token.record = record
-            return token
-        token.close()  # under another isolation the job's shared phases take no lock: this one must not stay
-    token = DeviceToken(os.environ.get(TOKEN_ENV), record, isolation)
-    if "windows" in record:
-        record["windows"][:0] = _spare_windows()
-    return token
-
-
-def _spare_windows() -> list[list]:
-    """Copies of the windows the spare held the token in for its first uses on the device."""
-    return [list(window) for window in SPARE_DEVICE_TOKEN.get("windows", [])]
 
 
 def prewarm_compiler(device: torch.device | None) -> dict:
