@@ -46,6 +46,9 @@ def test_presets_pick_what_they_promise():
     assert full.device == "cuda" and full.suite == "full" and full.timed_shape == "perf"
     assert set(full.methods) == {"reference", "torch_compile"}
     assert full.in_flight == 8 and full.admit_free_gib == 16  # eight in flight only with the memory admission
+    # The noise target and the warm-up the whole-suite repeatability was measured with (BENCHMARKS.md).
+    timing = full.timing
+    assert (timing["target_noise"], timing["min_time_s"], timing["warmup_ms"]) == (0.002, 0.5, 0)
 
 
 @pytest.mark.parametrize(
