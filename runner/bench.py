@@ -61,13 +61,13 @@ def duty(run_dir: Path) -> dict:
     measured = sum(r.timing.measured_s for _, r in results if r.timing)
     wall = float(manifest.get("wall_s") or 0.0)
     setup = float(manifest.get("setup_s") or 0.0)
-    lane_results: dict[str, list] = {}  # per lane, each result's windows apart
+    lane_results: dict[str, list] = {}  # per lane, each result's task and windows apart
     for _, r in results:
         record = r.environment.get("device_token", {})
         if "path" in record:  # a worker that died before holding the token left no record: no lane of its own
-            lane_results.setdefault(record["path"], []).append(token_windows(record))
+            lane_results.setdefault(record["path"], []).append((r.task_id, token_windows(record)))
     lanes = {
-        path: [window for windows in per_result for window in windows] for path, per_result in lane_results.items()
+        path: [window for _, windows in per_result for window in windows] for path, per_result in lane_results.items()
     }
     # The run's lanes (a GPU given no evaluation still had its wall time), at least those seen.
     lane_count = max(int(manifest.get("lanes") or 1), len(lanes))
@@ -136,15 +136,27 @@ def duty(run_dir: Path) -> dict:
 HAND_OVER_S = 0.1
 
 
+# How many of the longer gaps ``between_turns`` names, those that waited longest for their slowest member.
+SLOWEST_SHOWN = 5
+
+
 def between_turns(lanes) -> dict:
     """Where the time between consecutive turns went, per lane, pooled: hand-overs, and the longer gaps with how
-    many evaluations had their first shared phase in each. ``lanes``: per lane, each result's closed windows."""
+    many evaluations had their first shared phase in each. ``lanes``: per lane, each result's task and closed
+    windows, ``(task_id, windows)``.
+
+    A cohort's first measurement waits for every member's first shared phase (``device_token.py``), so a gap
+    lasts as long as its slowest member's. ``waited_for_slowest_s`` sums, over the gaps of two members or more,
+    how much longer the slowest member's first shared window was than the next slowest's; ``slowest`` names the
+    gaps where that was longest, with the task that held them (f40, a full suite on the H100: 3.4 s of 29.5,
+    1.8 s of it one gap: BENCHMARKS.md, twenty-second session)."""
     hand_overs: list[float] = []
     longer: list[float] = []
     members: list[int] = []
-    for windows in lanes:
-        turns = sorted((start, end) for result in windows for start, end, mode in result if mode == EXCLUSIVE)
-        firsts = [result[0][:2] for result in windows if result and result[0][2] != EXCLUSIVE]
+    beyond_second: list[dict] = []
+    for results in lanes:
+        turns = sorted((start, end) for _, windows in results for start, end, mode in windows if mode == EXCLUSIVE)
+        firsts = [(task, *windows[0][:2]) for task, windows in results if windows and windows[0][2] != EXCLUSIVE]
         ended = turns[0][1] if turns else 0.0  # the latest end so far: a turn inside another (clashing) leaves no gap
         for start, end in turns[1:]:
             gap_from, ended = ended, max(ended, end)
@@ -152,18 +164,35 @@ def between_turns(lanes) -> dict:
                 continue  # overlapping turns (``overlapping_turns`` counts them): no time between
             if start - gap_from <= HAND_OVER_S:
                 hand_overs.append(start - gap_from)
-            else:
-                longer.append(start - gap_from)
-                members.append(
-                    sum(1 for first_start, first_end in firsts if first_start < start and first_end > gap_from)
+                continue
+            longer.append(start - gap_from)
+            inside = sorted(
+                (
+                    (first_end - first_start, task)
+                    for task, first_start, first_end in firsts
+                    if first_start < start and first_end > gap_from
+                ),
+                reverse=True,
+            )
+            members.append(len(inside))
+            if len(inside) >= 2:
+                (slowest, task), (second, _) = inside[0], inside[1]
+                beyond_second.append(
+                    {"task": task, "gap_s": start - gap_from, "window_s": slowest, "next_slowest_s": second}
                 )
 
     def part(gaps: list[float]) -> dict:
         return {"n": len(gaps), "s": sum(gaps), "median_s": statistics.median(gaps) if gaps else None}
 
+    beyond_second.sort(key=lambda gap: gap["window_s"] - gap["next_slowest_s"], reverse=True)
     return {
         "hand_overs": part(hand_overs),
-        "longer": {**part(longer), "median_first_phases": statistics.median(members) if members else None},
+        "longer": {
+            **part(longer),
+            "median_first_phases": statistics.median(members) if members else None,
+            "waited_for_slowest_s": sum(gap["window_s"] - gap["next_slowest_s"] for gap in beyond_second),
+            "slowest": beyond_second[:SLOWEST_SHOWN],
+        },
     }
 
 

@@ -251,18 +251,23 @@ def test_between_turns_splits_hand_overs_from_cohorts(two_passes):
 
     shared, exclusive = "shared", "exclusive"
     lane = [
-        [(0.0, 0.5, shared), (0.6, 1.6, exclusive), (1.6, 1.65, shared)],  # first phase 0-0.5, its turn 0.6-1.6
-        [(0.1, 0.55, shared), (1.6, 1.63, shared), (1.66, 2.6, exclusive)],  # warm-up beside the checks: 0.06 s
-        [(2.7, 3.4, shared), (3.4, 3.43, shared), (3.5, 4.0, exclusive)],  # started meanwhile: 0.9 s, a cohort of 1
-        [(2.65, 3.45, shared)],  # a cohort's other member; its turn not reached (it failed its checks)
+        ("a", [(0.0, 0.5, shared), (0.6, 1.6, exclusive), (1.6, 1.65, shared)]),  # first phase 0-0.5, turn 0.6-1.6
+        ("b", [(0.1, 0.55, shared), (1.6, 1.63, shared), (1.66, 2.6, exclusive)]),  # warm-up beside the checks
+        ("c", [(2.7, 3.4, shared), (3.4, 3.43, shared), (3.5, 4.0, exclusive)]),  # started meanwhile: a 0.9 s gap
+        ("d", [(2.65, 3.45, shared)]),  # a cohort's other member; its turn not reached (it failed its checks)
     ]
-    other_lane = [[(0.0, 0.2, shared), (0.2, 1.0, exclusive)]]  # one turn: no gap
-    clashing = [[(0.0, 3.0, exclusive)], [(1.0, 1.5, exclusive)], [(3.05, 4.0, exclusive)]]  # one inside another
+    other_lane = [("e", [(0.0, 0.2, shared), (0.2, 1.0, exclusive)])]  # one turn: no gap
+    clashing = [("f", [(0.0, 3.0, exclusive)]), ("g", [(1.0, 1.5, exclusive)]), ("h", [(3.05, 4.0, exclusive)])]
     figures = between_turns([lane, other_lane, clashing])
     assert figures["hand_overs"]["n"] == 2 and figures["hand_overs"]["s"] == pytest.approx(0.06 + 0.05)
     assert figures["longer"]["n"] == 1 and figures["longer"]["s"] == pytest.approx(0.9)
     assert figures["longer"]["median_first_phases"] == 2  # both first phases lie in the gap 2.6-3.5
     assert 0.06 < HAND_OVER_S < 0.9
+    # The gap waited for d's first phase (0.8 s), 0.1 s longer than c's (0.7 s): d is named.
+    assert figures["longer"]["waited_for_slowest_s"] == pytest.approx(0.1)
+    (slowest,) = figures["longer"]["slowest"]
+    assert slowest["task"] == "d" and slowest["gap_s"] == pytest.approx(0.9)
+    assert (slowest["window_s"], slowest["next_slowest_s"]) == (pytest.approx(0.8), pytest.approx(0.7))
     # One evaluation at a time: between the two turns, the second's worker started and ran its first phase. A forked
     # worker can start within HAND_OVER_S on a fast host (85 ms seen here), so the kind follows the real gap.
     turns = sorted(
