@@ -224,6 +224,7 @@ def command_run(overrides: list[str], console: Console) -> int:
                     "executor": settings.executor,
                     "seed": settings.seed,
                     "trials": settings.trials,
+                    "timed_shape_trials": settings.timed_shape_trials or settings.trials,
                     "config_hash": cfg_hash,
                     "evaluations": len(evaluations),
                 },

@@ -172,7 +172,11 @@ class TimingConfig(TimingSettings):
 @dataclass
 class EvalConfig:
     seed: int = 42
+    # Correctness trials per checked shape, each on fresh inputs from its own seed.
     trials: int = 5
+    # Trials at the timed shape where it is checked too; None: ``trials``. The timed shape's inputs are
+    # checked twice more after the timing (the last timed call, and new values at the same addresses).
+    timed_shape_trials: int | None = None
     timing: TimingConfig = field(default_factory=TimingConfig)
 
 

@@ -83,6 +83,8 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         raise ConfigError(f"eval.timing.sync must be 'events' or 'device', not {timing['sync']!r}")
     if cfg.eval.trials < 1:
         raise ConfigError("eval.trials must be at least 1")
+    if cfg.eval.timed_shape_trials is not None and cfg.eval.timed_shape_trials < 1:
+        raise ConfigError(f"eval.timed_shape_trials must be at least 1 (or null), not {cfg.eval.timed_shape_trials}")
     if cfg.executor.in_flight < 1:
         raise ConfigError(f"executor.in_flight must be at least 1, not {cfg.executor.in_flight}")
     if cfg.executor.admit_free_gib < 0:
@@ -113,6 +115,7 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         executor=cfg.executor.kind.value,
         seed=cfg.eval.seed,
         trials=cfg.eval.trials,
+        timed_shape_trials=cfg.eval.timed_shape_trials,
         timing=timing if enabled else None,
         progress=cfg.run.progress,
         warmup_workers=cfg.executor.warmup_workers,

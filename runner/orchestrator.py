@@ -101,6 +101,7 @@ class RunSettings:
     cooldown_limit_s: float = 120.0
     measurement_isolation: str = ISOLATE_DEVICE  # what a measurement excludes (runner/worker/device_token.py)
     admit_free_gib: float = 16.0  # an evaluation starts on a GPU with this much free (runner/gpu/memory_admission.py)
+    timed_shape_trials: int | None = None  # correctness trials at the timed shape where it is checked (None: trials)
 
 
 class RunAborted(RuntimeError):
@@ -172,6 +173,15 @@ def _timed_shape(task: Task, wanted: str) -> str:
     return wanted if wanted in task.shapes else task.shape_names()[-1]
 
 
+def _trials_per_shape(task: Task, s: RunSettings) -> dict[str, int]:
+    """Correctness trials for each checked shape: ``timed_shape_trials`` at the timed shape, ``trials`` elsewhere."""
+    timed = _timed_shape(task, s.timed_shape)
+    return {
+        shape: s.timed_shape_trials if shape == timed and s.timed_shape_trials is not None else s.trials
+        for shape in _shapes_for(task, s.check_shapes)
+    }
+
+
 class Orchestrator:
     def __init__(
         self,
@@ -218,6 +228,7 @@ class Orchestrator:
             "device": "cuda:0" if s.device == "cuda" else "cpu",
             "seed": s.seed,
             "trials": s.trials,
+            "trials_per_shape": _trials_per_shape(task, s),
             "check_shapes": _shapes_for(task, s.check_shapes),
             "timed_shape": _timed_shape(task, s.timed_shape),
             "timing": s.timing,

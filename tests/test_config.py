@@ -59,6 +59,7 @@ def test_presets_pick_what_they_promise():
         ("+bogus=1", "bogus"),
         ("hardware.device=tpu", "tpu"),
         ("eval.trials=many", "trials"),
+        ("eval.timed_shape_trials=0", "eval.timed_shape_trials must be at least 1 (or null), not 0"),
         ("method=refrence", "refrence"),
         ("experiment=nope", "nope"),
         ("method=directory", "path"),

@@ -219,8 +219,8 @@ def _run(
 ) -> None:
     task = job["task"]
     seed = int(job["seed"])
-    trials = int(job["trials"])
     shapes = {name: task["shapes"][name] for name in job["check_shapes"]}
+    trials_of = _trials_per_shape(job)
     tolerance = task.get("tolerance")
 
     clock.mark("reference")
@@ -228,7 +228,7 @@ def _run(
     expected: dict[tuple[str, int], list] = {}
     for shape_name, dims in shapes.items():
         model = build_model(reference_module.Model, reference_module, dims, device, seed)
-        for trial in range(trials):
+        for trial in range(trials_of[shape_name]):
             inputs = make_inputs(reference_module, dims, device, _trial_seed(seed, trial))
             expected[(shape_name, trial)] = as_output_list(model(*inputs))
         del model
@@ -262,7 +262,7 @@ def _run(
         except Exception as exc:
             raise _Stop(_failure("runtime_error", "init_failed", exc, "correctness")) from None
         previous_outputs: list = []
-        for trial in range(trials):
+        for trial in range(trials_of[shape_name]):
             trial_seed = _trial_seed(seed, trial)
             inputs = make_inputs(reference_module, dims, device, trial_seed)
             with cost("per_call"):
@@ -438,7 +438,8 @@ def _runtime_census(job: dict, job_dir: Path, device: torch.device, result: Resu
     source = path.read_text(errors="replace")
     policy = job.get("integrity_policy", "own_kernels")
     kernels = KernelCensus(source, path, device, policy, job.get("meta", {}).get("method", ""), model)
-    kernels.plan(job["check_shapes"][0], int(job["trials"]))
+    first_shape = job["check_shapes"][0]
+    kernels.plan(first_shape, _trials_per_shape(job)[first_shape])
     threads = ThreadCensus(path)
     result.integrity["kernel_census"] = kernels.record
     result.integrity["thread_census"] = threads.record
@@ -496,6 +497,12 @@ def _check_timed_output(expected, outputs, what: str, index: int, tolerance) -> 
     if not comparison.ok:
         message = f"{what} (input set {index}) is wrong: {comparison.reason}"
         raise _Stop(Verdict("integrity_violation", "timed_output_mismatch", message, "timing"))
+
+
+def _trials_per_shape(job: dict) -> dict[str, int]:
+    """Correctness trials per checked shape: the orchestrator's ``trials_per_shape``, else ``trials`` for each."""
+    given = job.get("trials_per_shape") or {}
+    return {name: int(given.get(name, job["trials"])) for name in job["check_shapes"]}
 
 
 def _unpredictable_seed() -> int:
