@@ -81,6 +81,20 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _what_changed(run_path: Path, cfg) -> str:
+    """Why an unfinished run of the same name is not resumed: the settings that differ from its ``config.yaml``."""
+    from runner.configure import changed_settings
+
+    saved = run_path / "config.yaml"
+    if not saved.exists():
+        return "another configuration (its config.yaml is missing)"
+    changes = changed_settings(saved.read_text(), cfg)
+    if not changes:
+        return "another configuration (the same settings under another kbench version's hash)"
+    shown = ", ".join(changes[:6]) + (f" and {len(changes) - 6} more" if len(changes) > 6 else "")
+    return f"its configuration differs in {shown}"
+
+
 def _quiet_libraries() -> None:
     import mlflow  # noqa: F401  (configures its loggers on import; quieten them after)
 
@@ -170,6 +184,10 @@ def command_run(overrides: list[str], console: Console) -> int:
         run_dir = open_run_dir(Path(cfg.run.out_dir), settings.name, cfg_hash, resume=cfg.run.resume.value == "auto")
     except RunDirBusy as exc:
         raise UserError(str(exc)) from None
+    for left in run_dir.not_resumed:
+        console.print(
+            f"not resuming {left}: {_what_changed(left, cfg)}; a new run starts", markup=False, soft_wrap=True
+        )
     # Compile caches live in the run (or where executor.compile_cache_dir says), shared by its
     # sandboxes and by the warm-up pass.
     cache_dir = Path(cfg.executor.compile_cache_dir) if cfg.executor.compile_cache_dir else run_dir.path / "cache"

@@ -68,6 +68,26 @@ def hashed_yaml(cfg: DictConfig) -> str:
     return OmegaConf.to_yaml(OmegaConf.create(data))
 
 
+def changed_settings(earlier_yaml: str, cfg: DictConfig) -> list[str]:
+    """The settings (dotted keys) whose values differ between a run's saved ``config.yaml`` and ``cfg``, the keys
+    left out of the config hash apart: what keeps a rerun from resuming that run. A setting one of them lacks
+    (added or removed by another kbench version) differs too, whatever its value."""
+    volatile = {f"{section}.{key}" for section, key in VOLATILE_KEYS}
+    earlier = _flat(OmegaConf.to_container(OmegaConf.create(earlier_yaml), resolve=True, enum_to_str=True))
+    now = _flat(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+    keys = (earlier.keys() | now.keys()) - volatile
+    return sorted(key for key in keys if key not in earlier or key not in now or earlier[key] != now[key])
+
+
+def _flat(data, prefix: str = "") -> dict:
+    if not isinstance(data, dict) or not data:
+        return {prefix: data}
+    flat = {}
+    for key, value in data.items():
+        flat.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
+    return flat
+
+
 def to_settings(cfg: DictConfig) -> RunSettings:
     if not cfg.method:
         raise ConfigError("no method selected (method=reference, or method=[reference,torch_compile])")

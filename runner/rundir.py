@@ -3,7 +3,9 @@
 ``<out_dir>/<stamp>-<name>-<config hash>/`` holds ``config.yaml`` (resolved), ``manifest.json``,
 ``candidates/``, ``jobs/<eval_id>/`` and ``journal.jsonl``. With ``run.resume=auto`` the same
 command after a kill finds the newest unfinished run of the same configuration and resumes
-it; a finished run is never reopened (a rerun then measures afresh in a new directory).
+it; a finished run is never reopened (a rerun then measures afresh in a new directory). An unfinished
+run of the same name under another configuration (a changed override, or a kbench that added a
+setting) is not resumed either: the new directory says which ones it left (``RunDir.not_resumed``).
 A lock on the directory keeps two processes from driving one run.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -35,6 +37,8 @@ class RunDir:
     path: Path
     resumed: bool
     lock: FileLock
+    # Unfinished runs of the same name under another configuration, newest first (a new run was made instead).
+    not_resumed: list[Path] = field(default_factory=list)
 
     @property
     def manifest_path(self) -> Path:
@@ -54,12 +58,15 @@ class RunDir:
 
 def open_run_dir(out_dir: Path, name: str, cfg_hash: str, resume: bool) -> RunDir:
     out_dir.mkdir(parents=True, exist_ok=True)
+    not_resumed = []
     if resume:
-        for candidate in sorted(out_dir.glob(f"*-{name}-{cfg_hash}"), reverse=True):
-            manifest = candidate / MANIFEST
-            if manifest.exists() and json.loads(manifest.read_text()).get("status") == "finished":
+        for candidate in sorted(out_dir.glob(f"*-{name}-*"), reverse=True):
+            stem, _, other_hash = candidate.name.rpartition("-")
+            if not stem.endswith(f"-{name}") or not candidate.is_dir() or _finished(candidate):
                 continue
-            return RunDir(candidate, True, _lock(candidate))
+            if other_hash == cfg_hash:
+                return RunDir(candidate, True, _lock(candidate))
+            not_resumed.append(candidate)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = out_dir / f"{stamp}-{name}-{cfg_hash}"
     suffix = 1
@@ -67,7 +74,12 @@ def open_run_dir(out_dir: Path, name: str, cfg_hash: str, resume: bool) -> RunDi
         suffix += 1
         path = out_dir / f"{stamp}.{suffix}-{name}-{cfg_hash}"
     path.mkdir(parents=True)
-    return RunDir(path, False, _lock(path))
+    return RunDir(path, False, _lock(path), not_resumed)
+
+
+def _finished(run_dir: Path) -> bool:
+    manifest = run_dir / MANIFEST
+    return manifest.exists() and json.loads(manifest.read_text()).get("status") == "finished"
 
 
 def _lock(path: Path) -> FileLock:

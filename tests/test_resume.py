@@ -109,3 +109,57 @@ def test_unfinished_child_from_a_kill_is_replaced(tmp_path: Path):
     assert child != torn
     assert client.get_run(torn).info.lifecycle_stage == "deleted"
     assert sink.log_child(parent, "c", {"a": 1}, {"m": 1.0}, {EVAL_TAG: "e1"}, {}, []) == child
+
+
+def _killed_after_first_result(tmp_path: Path, args: list[str]) -> Path:
+    """Start ``kbench`` with ``args``, SIGKILL it once one result is in; its (unfinished) run directory."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline:
+            runs = list((tmp_path / "runs").glob("*")) if (tmp_path / "runs").exists() else []
+            if runs and _result_lines(runs[0] / "journal.jsonl"):
+                return runs[0]
+            time.sleep(0.2)
+        raise AssertionError("the run made no progress")
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
+def test_an_unfinished_run_under_other_settings_is_named_not_resumed(tmp_path: Path):
+    """A rerun whose configuration differs starts a new run and says which unfinished one it left, and why; the
+    first command, run again, still resumes its own."""
+    make_kernelbench_dir(tmp_path / "kb", TASKS)
+    args = [a for a in _args(tmp_path) if not a.startswith("tracking")] + ["tracking=off"]
+    first = _killed_after_first_result(tmp_path, [*args, "eval.trials=1"])
+
+    other = kbench(*args, "eval.trials=2", cwd=tmp_path)
+    assert other.returncode == 0, other.stderr[-3000:]
+    expected = f"not resuming runs/{first.name}: its configuration differs in eval.trials; a new run starts"
+    assert expected in other.stdout
+    assert len(list((tmp_path / "runs").iterdir())) == 2
+
+    again = kbench(*args, "eval.trials=1", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "resuming" in again.stdout and first.name in again.stdout and "not resuming" not in again.stdout
+    assert len(list((tmp_path / "runs").iterdir())) == 2
+
+
+def test_a_setting_one_saved_configuration_lacks_counts_as_changed():
+    """What a kbench version adds to the configuration changes the hash: the message names it, even where its
+    value is the default (null)."""
+    from omegaconf import OmegaConf
+
+    from runner.configure import changed_settings, compose_config
+
+    cfg = compose_config(["experiment=cpu_smoke"])
+    saved = OmegaConf.to_container(cfg)
+    del saved["eval"]["timed_shape_trials"]
+    saved["executor"]["in_flight"] = 99  # left out of the hash: not a change
+    assert changed_settings(OmegaConf.to_yaml(OmegaConf.create(saved)), cfg) == ["eval.timed_shape_trials"]
+    assert changed_settings(OmegaConf.to_yaml(cfg), compose_config(["experiment=cpu_smoke", "eval.seed=7"])) == [
+        "eval.seed"
+    ]
