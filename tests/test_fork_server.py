@@ -238,3 +238,12 @@ def test_prepare_starts_the_server_before_any_evaluation(tmp_path: Path):
     finally:
         executor.close()
     assert not server.alive()
+
+
+def test_the_sandboxes_share_one_cuda_jit_cache(tmp_path: Path):
+    """Kernels the CUDA driver compiles from PTX at their first use are kept where every sandbox of the run
+    finds them, not under each sandbox's own HOME (on the GPU: tests/test_gpu.py)."""
+    executor = LocalExecutor(ExecutorSettings(cache_dir=tmp_path / "cache"))
+    first, second = (executor.child_env(tmp_path / home, "0") for home in ("home-a", "home-b"))
+    assert first["HOME"] != second["HOME"]
+    assert first["CUDA_CACHE_PATH"] == second["CUDA_CACHE_PATH"] == str(tmp_path / "cache" / "cuda")

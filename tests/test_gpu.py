@@ -373,6 +373,17 @@ def test_reference_through_forked_and_fresh_workers_on_the_gpu(tmp_path):
         assert first["environment"]["spare_prewarm_s"].get("skipped") == "its job was waiting"
 
 
+def test_kernels_the_driver_compiles_at_first_use_go_to_the_runs_cache(tmp_path):
+    """torch.prod's kernels in torch 2.11 (CUDA 13) are compiled from PTX at their first use on the H100 (0.9-1.2 s
+    per dtype in a fresh HOME, 44-57 ms from the cache: BENCHMARKS.md, twenty-second session); the driver keeps them
+    in the run's cache, which the next sandboxes read, not in the sandbox's HOME, which goes with it."""
+    results = _reference_results(tmp_path, "jit-cache", "prod_one_minus_alpha_fp32")
+    assert [result["verdict"]["status"] for result in results] == ["correct"]
+    (run_dir,) = (tmp_path / "runs").glob("*-jit-cache-*")
+    cached = [path for path in (run_dir / "cache" / "cuda").rglob("*") if path.is_file()]
+    assert cached, "no kernel compiled from PTX was kept in the run's cache"
+
+
 def test_spares_make_their_contexts_between_measurements_when_asked(tmp_path):
     """``executor.spare_context_under_token``: each spare makes its CUDA context holding the device token
     (shared), so no context is made while another evaluation measures."""
