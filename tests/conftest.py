@@ -198,6 +198,43 @@ def write_candidates(root: Path, candidates: dict[str, str]) -> Path:
     return root
 
 
+# A task of one scaling op with shapes by ``n``, for evaluations run in the test's own process (``in_process_job``).
+DOUBLING_TASK = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2.0
+
+def get_inputs(n):
+    return [torch.randn(n)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def one_task_reference_run(tmp_path: Path, *overrides: str) -> Path:
+    """``kbench run`` of the reference method over a KernelBench folder of one task (``tracking=off``, fast
+    timing, ``overrides``), which must succeed; the job's folder."""
+    suite = make_kernelbench_dir(tmp_path / "kb", ["1_only"])
+    proc = kbench(
+        "run",
+        "suite=kernelbench",
+        f"suite.path={suite}",
+        "method=reference",
+        "tracking=off",
+        *overrides,
+        *FAST_TIMING,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    (job_dir,) = run_dir.glob("jobs/*")
+    return job_dir
+
+
 def in_process_job(tmp_path: Path, task: str, candidate: str, task_id: str, shapes: dict, settings) -> dict:
     """A CPU job of ``candidate`` against ``task`` (sources) for ``runner.worker.evaluate.evaluate`` in the
     test's own process: the files in ``tmp_path``, two trials on the ``small`` shape, ``perf`` timed with

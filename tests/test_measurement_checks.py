@@ -16,7 +16,7 @@ from runner.analysis.roofline import PHYSICS_MARGIN, roofline_for
 from runner.worker.clocks import ClockMonitor, ClockReading
 from runner.worker.integrity import unjoined_work
 from runner.worker.samplers import HostSampler
-from tests.conftest import in_process_job
+from tests.conftest import DOUBLING_TASK, in_process_job
 
 PEAKS = {"bandwidth_tbps": 2.0, "tflops": {"float32": 50.0, "bfloat16": 1000.0, "int8": 2000.0}}
 COPY = {"flops": "n", "bytes": "8 * n", "dtype": "float32"}
@@ -273,22 +273,6 @@ def test_quartiles_read_off_sorted_samples_match_the_statistics_module():
     assert _ratio_noise(sorted(values), sorted(other), presorted=True) == _ratio_noise(values, other)
 
 
-_SCALE_TASK = """
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, x):
-        return x * 2.0
-
-def get_inputs(n):
-    return [torch.randn(n)]
-
-def get_init_inputs():
-    return []
-"""
-
-
 def test_a_measurement_the_gpu_spoiled_ends_infra_error_not_the_candidates_runtime_error(monkeypatch, tmp_path):
     """The whole evaluation, in this process, with NVML's test double always showing a thermal slowdown."""
     from runner.worker import timing as timing_module
@@ -305,9 +289,11 @@ def test_a_measurement_the_gpu_spoiled_ends_infra_error_not_the_candidates_runti
 
 
 def _scale_job(tmp_path, settings) -> dict:
-    """A job of ``_SCALE_TASK`` against itself, for ``evaluate`` in this process (its files in ``tmp_path``)."""
-    candidate = _SCALE_TASK.replace("class Model(", "class ModelNew(")
-    return in_process_job(tmp_path, _SCALE_TASK, candidate, "scale", {"small": {"n": 64}, "perf": {"n": 256}}, settings)
+    """A job of ``DOUBLING_TASK`` against itself, for ``evaluate`` in this process (its files in ``tmp_path``)."""
+    candidate = DOUBLING_TASK.replace("class Model(", "class ModelNew(")
+    return in_process_job(
+        tmp_path, DOUBLING_TASK, candidate, "scale", {"small": {"n": 64}, "perf": {"n": 256}}, settings
+    )
 
 
 def test_the_samples_file_is_written_when_the_checks_after_timing_fail(monkeypatch, tmp_path):

@@ -12,6 +12,7 @@ from tests.conftest import (
     HONEST_CANDIDATE,
     kbench,
     make_kernelbench_dir,
+    one_task_reference_run,
     reference_and_directory,
     results_of,
     write_candidates,
@@ -112,18 +113,5 @@ def test_kernelbench_directory_loads_as_a_suite(tracked_run):
 def test_a_fixed_timed_input_seed_is_used_and_recorded(tmp_path: Path):
     """``eval.timing.input_seed`` fixes the timed inputs (to redo an evaluation exactly); by default each
     evaluation draws its own (tests/test_pipeline.py)."""
-    suite = make_kernelbench_dir(tmp_path / "kb", ["1_only"])
-    proc = kbench(
-        "run",
-        "suite=kernelbench",
-        f"suite.path={suite}",
-        "method=reference",
-        "tracking=off",
-        "eval.timing.input_seed=1234",
-        *FAST_TIMING,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (run_dir,) = (tmp_path / "runs").iterdir()
-    (path,) = run_dir.glob("jobs/*/out/result.json")
-    assert json.loads(path.read_text())["timing"]["input_seed"] == 1234
+    job_dir = one_task_reference_run(tmp_path, "eval.timing.input_seed=1234")
+    assert json.loads((job_dir / "out" / "result.json").read_text())["timing"]["input_seed"] == 1234

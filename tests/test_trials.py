@@ -12,27 +12,12 @@ from pathlib import Path
 
 from runner.worker.evaluate import evaluate
 from runner.worker.protocol import TimingSettings
-from tests.conftest import FAST_TIMING, in_process_job, kbench, make_kernelbench_dir
-
-_DOUBLE_TASK = """
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, x):
-        return x * 2.0
-
-def get_inputs(n):
-    return [torch.randn(n)]
-
-def get_init_inputs():
-    return []
-"""
+from tests.conftest import DOUBLING_TASK, in_process_job, one_task_reference_run
 
 
 def _two_shape_job(tmp_path: Path, candidate: str, trials_per_shape: dict | None) -> dict:
     shapes = {"small": {"n": 64}, "perf": {"n": 256}}
-    job = in_process_job(tmp_path, _DOUBLE_TASK, candidate, "double", shapes, TimingSettings(batch=2, warmup_ms=0.0))
+    job = in_process_job(tmp_path, DOUBLING_TASK, candidate, "double", shapes, TimingSettings(batch=2, warmup_ms=0.0))
     job["check_shapes"] = ["small", "perf"]
     job["trials"] = 3
     if trials_per_shape is not None:
@@ -51,7 +36,7 @@ def test_each_checked_shape_runs_its_own_number_of_trials(tmp_path: Path, monkey
         plan(census, first_shape, trials)
 
     monkeypatch.setattr(KernelCensus, "plan", recorded_plan)
-    candidate = _DOUBLE_TASK.replace("class Model(", "class ModelNew(")
+    candidate = DOUBLING_TASK.replace("class Model(", "class ModelNew(")
     job = _two_shape_job(tmp_path, candidate, {"small": 3, "perf": 1})
     job["check_shapes"] = ["perf", "small"]  # the census watches a trial of the first: one that runs
     result = evaluate(job, tmp_path)
@@ -62,14 +47,14 @@ def test_each_checked_shape_runs_its_own_number_of_trials(tmp_path: Path, monkey
 
 
 def test_a_job_without_trials_per_shape_runs_trials_at_every_shape(tmp_path: Path):
-    candidate = _DOUBLE_TASK.replace("class Model(", "class ModelNew(")
+    candidate = DOUBLING_TASK.replace("class Model(", "class ModelNew(")
     result = evaluate(_two_shape_job(tmp_path, candidate, None), tmp_path)
     assert collections.Counter(trial.shape for trial in result.trials) == {"small": 3, "perf": 3}
 
 
 def test_a_wrong_answer_in_a_later_trial_of_the_timed_shape_is_still_caught(tmp_path: Path):
     """Fewer trials at the timed shape check fewer inputs there, not fewer calls per trial: the second of two fails."""
-    wrong_later = _DOUBLE_TASK.replace("class Model(", "class ModelNew(").replace(
+    wrong_later = DOUBLING_TASK.replace("class Model(", "class ModelNew(").replace(
         "        return x * 2.0",
         "        self.calls = getattr(self, 'calls', 0) + 1\n"
         "        return x * 2.0 if x.numel() < 256 or self.calls < 2 else x * 2.5",
@@ -81,21 +66,7 @@ def test_a_wrong_answer_in_a_later_trial_of_the_timed_shape_is_still_caught(tmp_
 
 def test_the_run_writes_trials_per_shape_into_each_job(tmp_path: Path):
     """``eval.timed_shape_trials`` applies to the timed shape (a CPU run times and checks ``small``)."""
-    suite = make_kernelbench_dir(tmp_path / "kb", ["1_only"])
-    proc = kbench(
-        "run",
-        "suite=kernelbench",
-        f"suite.path={suite}",
-        "method=reference",
-        "tracking=off",
-        "eval.trials=3",
-        "eval.timed_shape_trials=1",
-        *FAST_TIMING,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (run_dir,) = (tmp_path / "runs").iterdir()
-    (job_dir,) = run_dir.glob("jobs/*")
+    job_dir = one_task_reference_run(tmp_path, "eval.trials=3", "eval.timed_shape_trials=1")
     job = json.loads((job_dir / "job.json").read_text())
     assert job["trials"] == 3 and job["trials_per_shape"] == {job["timed_shape"]: 1}
     result = json.loads((job_dir / "out" / "result.json").read_text())
