@@ -177,3 +177,27 @@ def test_the_gpu_is_handed_over_by_uuid_or_cdi_name(tmp_path: Path, request_kind
         assert executor.container_config(tmp_path, None)["device_requests"] is None
     finally:
         executor.close()
+
+
+@pytest.mark.docker
+def test_containers_share_cudas_jit_cache_only_with_the_shared_compile_cache(tmp_path: Path):
+    """CUDA's cache of kernels compiled from PTX goes where the compile caches go: the run's shared folder when
+    ``executor.shared_compile_cache`` (read-write, shared: weaker isolation), else the container's private HOME."""
+    require_docker()
+    from runner.executors.docker import DockerExecutor
+
+    for shared in (False, True):
+        executor = DockerExecutor(
+            ExecutorSettings(image="cpu", cache_dir=tmp_path / "cache", shared_compile_cache=shared)
+        )
+        try:
+            config = executor.container_config(tmp_path, None)
+        finally:
+            executor.close()
+        cache_mounts = [mount for mount in config["mounts"] if mount["Target"] == "/cache"]
+        if shared:
+            assert config["environment"]["CUDA_CACHE_PATH"] == "/cache/cuda"
+            assert [mount["Source"] for mount in cache_mounts] == [str(tmp_path / "cache" / "compile")]
+        else:
+            assert "CUDA_CACHE_PATH" not in config["environment"] and not cache_mounts
+            assert config["environment"]["HOME"] == "/home/kbench" and "/home/kbench" in config["tmpfs"]

@@ -17,6 +17,12 @@ from runner.worker.protocol import read_stage
 # the wait for the device token while other evaluations in flight hold it (added per evaluation).
 STARTUP_LIMIT_S = 300
 
+# Where the CUDA driver keeps the kernels it compiles from PTX at their first use (by default under HOME, which is
+# each sandbox's own). Some of PyTorch's kernels ship without code for the GPU: torch.prod's took 0.9-1.2 s per
+# dtype in every fresh HOME on the H100, 44-57 ms from a shared cache (BENCHMARKS.md, twenty-second session), so the
+# executors point it at the run's cache where its sandboxes share one.
+CUDA_JIT_CACHE_ENV = "CUDA_CACHE_PATH"
+
 
 class ExecutorUnavailable(RuntimeError):
     """The executor cannot run anything (no engine, no image, a rejected image): the runner's fault, one line."""

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
-from runner.executors.base import ExecutionOutcome, ExecutorSettings, SparePool
+from runner.executors.base import CUDA_JIT_CACHE_ENV, ExecutionOutcome, ExecutorSettings, SparePool
 from runner.executors.container import COMMAND, CONTAINER_TOKEN, Container, container_user
 from runner.executors.docker_engine import LABEL_HOST, LABEL_OWNER, LABEL_PID, choose_image, connect, remove_orphans
 from runner.gpu.lock import work_token
@@ -144,7 +144,8 @@ class DockerExecutor:
             ),
         ]
         tmpfs = {"/tmp": scratch, "/home/kbench": scratch}
-        if s.shared_compile_cache and s.cache_dir is not None:
+        shared_cache = s.shared_compile_cache and s.cache_dir is not None
+        if shared_cache:
             shared = s.cache_dir / "compile"
             shared.mkdir(parents=True, exist_ok=True)
             shared.chmod(0o1777)
@@ -163,6 +164,10 @@ class DockerExecutor:
             "TORCHINDUCTOR_COMPILE_THREADS": str(s.compile_threads),
             TOKEN_ENV: CONTAINER_TOKEN,
         }
+        if shared_cache:
+            # The kernels CUDA compiles from PTX at their first use, once per run (base.py says why); without
+            # the shared cache they stay under the container's private HOME, compiled again in each container.
+            env[CUDA_JIT_CACHE_ENV] = "/cache/cuda"
         env.update({key: os.environ[key] for key in s.env_passthrough if key in os.environ})
         device_requests = []
         if gpu is None:

@@ -31,7 +31,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from runner.executors.base import STARTUP_LIMIT_S, ExecutionOutcome, ExecutorSettings, SparePool, wait_for_worker
+from runner.executors.base import (
+    CUDA_JIT_CACHE_ENV,
+    STARTUP_LIMIT_S,
+    ExecutionOutcome,
+    ExecutorSettings,
+    SparePool,
+    wait_for_worker,
+)
 from runner.executors.fork_server import ForkedProcess, ForkServer, ForkServerUnavailable
 from runner.gpu.lock import work_token
 from runner.paths import REPO_ROOT
@@ -50,8 +57,6 @@ _ALLOWED_ENV = (
     "OPENBLAS_L2_SIZE",
 )
 _LOGS = ("stdout.log", "stderr.log")
-# Where the CUDA driver keeps the kernels it compiled from PTX (default: under HOME, which is each sandbox's own).
-CUDA_JIT_CACHE_ENV = "CUDA_CACHE_PATH"
 
 
 class LocalExecutor:
@@ -112,11 +117,7 @@ class LocalExecutor:
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
         env["TRITON_CACHE_DIR"] = str(cache / "triton")
         env[CHECKS_CACHE_ENV] = str(cache / "checks")  # the output checks' kernels, apart from the candidates'
-        # The CUDA driver's cache of kernels it compiles from PTX at their first use (some of PyTorch's ship
-        # without code for the GPU: torch.prod's took 0.9-1.2 s per dtype in every fresh HOME on the H100,
-        # 44-57 ms from this cache): shared by the run's sandboxes, not one per HOME (BENCHMARKS.md,
-        # twenty-second session).
-        env[CUDA_JIT_CACHE_ENV] = str(cache / "cuda")
+        env[CUDA_JIT_CACHE_ENV] = str(cache / "cuda")  # one for the run's sandboxes, not one per HOME (base.py)
         # One compile thread per sandbox: parallelism comes from the warm-up workers, and a
         # per-process compile pool costs seconds to start even when every kernel is cached.
         env["TORCHINDUCTOR_COMPILE_THREADS"] = str(self.settings.compile_threads)
