@@ -83,12 +83,16 @@ def _interrupt(signum, frame):
 
 def _what_changed(run_path: Path, cfg) -> str:
     """Why an unfinished run of the same name is not resumed: the settings that differ from its ``config.yaml``."""
+    import yaml
+    from omegaconf.errors import OmegaConfBaseException
+
     from runner.configure import changed_settings
 
     saved = run_path / "config.yaml"
-    if not saved.exists():
-        return "another configuration (its config.yaml is missing)"
-    changes = changed_settings(saved.read_text(), cfg)
+    try:
+        changes = changed_settings(saved.read_text(), cfg)
+    except (OSError, ValueError, yaml.YAMLError, OmegaConfBaseException) as exc:  # a notice only: never in the way
+        return f"another configuration (its config.yaml cannot be read: {str(exc).splitlines()[0][:200]})"
     if not changes:
         return "another configuration (the same settings under another kbench version's hash)"
     shown = ", ".join(changes[:6]) + (f" and {len(changes) - 6} more" if len(changes) > 6 else "")

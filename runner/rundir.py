@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,10 +61,13 @@ def open_run_dir(out_dir: Path, name: str, cfg_hash: str, resume: bool) -> RunDi
     out_dir.mkdir(parents=True, exist_ok=True)
     not_resumed = []
     if resume:
-        for candidate in sorted(out_dir.glob(f"*-{name}-*"), reverse=True):
-            stem, _, other_hash = candidate.name.rpartition("-")
-            if not stem.endswith(f"-{name}") or not candidate.is_dir() or _finished(candidate):
+        # <stamp>[.<n>]-<name>-<hash>: this name exactly (not another that ends with it), any configuration.
+        folder = re.compile(rf"\d{{8}}-\d{{6}}(\.\d+)?-{re.escape(name)}-(?P<hash>[0-9a-f]+)")
+        for candidate in sorted(out_dir.iterdir(), reverse=True):
+            match = folder.fullmatch(candidate.name)
+            if match is None or not candidate.is_dir() or _finished(candidate):
                 continue
+            other_hash = match["hash"]
             if other_hash == cfg_hash:
                 return RunDir(candidate, True, _lock(candidate))
             not_resumed.append(candidate)
@@ -78,8 +82,11 @@ def open_run_dir(out_dir: Path, name: str, cfg_hash: str, resume: bool) -> RunDi
 
 
 def _finished(run_dir: Path) -> bool:
-    manifest = run_dir / MANIFEST
-    return manifest.exists() and json.loads(manifest.read_text()).get("status") == "finished"
+    """Whether the run says it finished; one whose manifest is missing or cannot be read has not."""
+    try:
+        return json.loads((run_dir / MANIFEST).read_text()).get("status") == "finished"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _lock(path: Path) -> FileLock:

@@ -163,3 +163,37 @@ def test_a_setting_one_saved_configuration_lacks_counts_as_changed():
     assert changed_settings(OmegaConf.to_yaml(cfg), compose_config(["experiment=cpu_smoke", "eval.seed=7"])) == [
         "eval.seed"
     ]
+
+
+def test_only_unfinished_runs_of_this_very_name_are_left_and_named(tmp_path: Path):
+    """Runs of another name that ends with this one, finished runs and folders that are no runs are passed over;
+    an unreadable manifest or saved configuration does not stop the new run, it is only named less precisely."""
+    from omegaconf import OmegaConf
+
+    from runner.cli import _what_changed
+    from runner.configure import compose_config
+    from runner.rundir import open_run_dir
+
+    runs = tmp_path / "runs"
+    cfg = compose_config(["experiment=cpu_smoke"])
+    other_config = runs / "20261125-010000-smoke-0123456789"  # unfinished, another configuration
+    finished = runs / "20261125-010100-smoke-1111111111"
+    longer_name = runs / "20261125-010200-big-smoke-2222222222"
+    corrupt = runs / "20261125-010300.2-smoke-3333333333"  # a second run started within the same second
+    for folder in (other_config, finished, longer_name, corrupt):
+        folder.mkdir(parents=True)
+    (other_config / "config.yaml").write_text(
+        OmegaConf.to_yaml(compose_config(["experiment=cpu_smoke", "eval.seed=7"]))
+    )
+    (finished / "manifest.json").write_text('{"status": "finished"}')
+    (corrupt / "manifest.json").write_text("{not json")
+    (corrupt / "config.yaml").write_text("eval: [unclosed")
+    (runs / "notes.txt").write_text("not a run")
+
+    run_dir = open_run_dir(runs, "smoke", "abcdef0123", resume=True)
+    try:
+        assert not run_dir.resumed and run_dir.not_resumed == [corrupt, other_config]
+        assert _what_changed(other_config, cfg) == "its configuration differs in eval.seed"
+        assert _what_changed(corrupt, cfg).startswith("another configuration (its config.yaml cannot be read: ")
+    finally:
+        run_dir.release()
