@@ -377,7 +377,7 @@ def test_kernels_the_driver_compiles_at_first_use_go_to_the_runs_cache(tmp_path)
     """torch.prod's kernels in torch 2.11 (CUDA 13) are compiled from PTX at their first use on the H100 (0.9-1.2 s
     per dtype in a fresh HOME, 44-57 ms from the cache: BENCHMARKS.md, twenty-second session); the driver keeps them
     in the run's cache, which the next sandboxes read, not in the sandbox's HOME, which goes with it."""
-    results = _reference_results(tmp_path, "jit-cache", "prod_one_minus_alpha_fp32")
+    results = _reference_results(tmp_path, "jit-cache", "prod_one_minus_alpha_fp32", "executor=local")
     assert [result["verdict"]["status"] for result in results] == ["correct"]
     (run_dir,) = (tmp_path / "runs").glob("*-jit-cache-*")
     cached = [path for path in (run_dir / "cache" / "cuda").rglob("*") if path.is_file()]
