@@ -198,6 +198,7 @@ def test_containers_share_cudas_jit_cache_only_with_the_shared_compile_cache(tmp
         if shared:
             assert config["environment"]["CUDA_CACHE_PATH"] == "/cache/cuda"
             assert [mount["Source"] for mount in cache_mounts] == [str(tmp_path / "cache" / "compile")]
+            assert (tmp_path / "cache" / "compile" / "cuda").is_dir()
         else:
             assert "CUDA_CACHE_PATH" not in config["environment"] and not cache_mounts
             assert config["environment"]["HOME"] == "/home/kbench" and "/home/kbench" in config["tmpfs"]

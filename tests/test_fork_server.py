@@ -247,3 +247,4 @@ def test_the_sandboxes_share_one_cuda_jit_cache(tmp_path: Path):
     first, second = (executor.child_env(tmp_path / home, "0") for home in ("home-a", "home-b"))
     assert first["HOME"] != second["HOME"]
     assert first["CUDA_CACHE_PATH"] == second["CUDA_CACHE_PATH"] == str(tmp_path / "cache" / "cuda")
+    assert (tmp_path / "cache" / "cuda").is_dir()  # there before the first sandbox, as on the GPU where it was measured

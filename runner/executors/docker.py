@@ -147,8 +147,9 @@ class DockerExecutor:
         shared_cache = s.shared_compile_cache and s.cache_dir is not None
         if shared_cache:
             shared = s.cache_dir / "compile"
-            shared.mkdir(parents=True, exist_ok=True)
-            shared.chmod(0o1777)
+            for folder in (shared, shared / "cuda"):  # cuda/: CUDA's JIT cache (below)
+                folder.mkdir(parents=True, exist_ok=True)
+                folder.chmod(0o1777)
             mounts.append(Mount("/cache", str(shared), type="bind", read_only=False))
         else:
             tmpfs["/cache"] = scratch

@@ -117,7 +117,9 @@ class LocalExecutor:
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
         env["TRITON_CACHE_DIR"] = str(cache / "triton")
         env[CHECKS_CACHE_ENV] = str(cache / "checks")  # the output checks' kernels, apart from the candidates'
-        env[CUDA_JIT_CACHE_ENV] = str(cache / "cuda")  # one for the run's sandboxes, not one per HOME (base.py)
+        jit_cache = cache / "cuda"  # one for the run's sandboxes, not one per HOME (base.py); made here, as measured
+        jit_cache.mkdir(parents=True, exist_ok=True)
+        env[CUDA_JIT_CACHE_ENV] = str(jit_cache)
         # One compile thread per sandbox: parallelism comes from the warm-up workers, and a
         # per-process compile pool costs seconds to start even when every kernel is cached.
         env["TORCHINDUCTOR_COMPILE_THREADS"] = str(self.settings.compile_threads)
