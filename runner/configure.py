@@ -60,23 +60,27 @@ def compose_config(overrides: list[str]) -> DictConfig:
     return merged
 
 
-def hashed_yaml(cfg: DictConfig) -> str:
+def _identifying(cfg: DictConfig) -> dict:
     """The resolved config without volatile keys: what identifies a run's configuration."""
     data = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     for section, key in VOLATILE_KEYS:
         data.get(section, {}).pop(key, None)
-    return OmegaConf.to_yaml(OmegaConf.create(data))
+    return data
+
+
+def hashed_yaml(cfg: DictConfig) -> str:
+    """What the config hash is taken of (``_identifying``), as YAML."""
+    return OmegaConf.to_yaml(OmegaConf.create(_identifying(cfg)))
 
 
 def changed_settings(earlier_yaml: str, cfg: DictConfig) -> list[str]:
     """The settings (dotted keys) whose values differ between a run's saved ``config.yaml`` and ``cfg``, the keys
     left out of the config hash apart: what keeps a rerun from resuming that run. A setting one of them lacks
     (added or removed by another kbench version) differs too, whatever its value."""
-    volatile = {f"{section}.{key}" for section, key in VOLATILE_KEYS}
-    earlier = _flat(OmegaConf.to_container(OmegaConf.create(earlier_yaml), resolve=True, enum_to_str=True))
-    now = _flat(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
-    keys = (earlier.keys() | now.keys()) - volatile
-    return sorted(key for key in keys if key not in earlier or key not in now or earlier[key] != now[key])
+    earlier, now = _flat(_identifying(OmegaConf.create(earlier_yaml))), _flat(_identifying(cfg))
+    return sorted(
+        key for key in earlier.keys() | now.keys() if key not in earlier or key not in now or earlier[key] != now[key]
+    )
 
 
 def _flat(data, prefix: str = "") -> dict:
