@@ -49,6 +49,7 @@ def test_presets_pick_what_they_promise():
     # The noise target and the warm-up the whole-suite repeatability was measured with (BENCHMARKS.md).
     timing = full.timing
     assert (timing["target_noise"], timing["min_time_s"], timing["warmup_ms"]) == (0.002, 0.5, 0)
+    assert (full.trials, full.timed_shape_trials) == (5, 2)  # five at the small shape, two at the timed one
 
 
 @pytest.mark.parametrize(
