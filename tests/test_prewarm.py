@@ -93,3 +93,31 @@ def test_a_spare_sees_whether_its_job_is_already_waiting():
         assert job_waiting(stream)
         assert stream.readline() == "/runs/x/jobs/abc\n"
         assert not job_waiting(stream)
+
+
+_PROFILED_AFTER_PRELOAD = r"""
+import json, sys
+from runner.executors.zygote import preload
+preload()
+before = set(sys.modules)
+import torch
+from torch.profiler import ProfilerActivity, profile
+prof = profile(activities=[ProfilerActivity.CPU])
+prof.start()
+torch.ones(4).add_(1)
+prof.stop()
+prof.events()
+print(json.dumps(sorted(name for name in set(sys.modules) - before if name.startswith(("torch._dynamo", "torch._inductor")))))
+"""
+
+
+def test_the_fork_servers_imports_cover_the_kernel_census_profiler():
+    """Regression (a full reference pass on the H100 with the fork server importing torch alone, twenty-third
+    session): the kernel census's ``torch.profiler`` imports torch.compile's stack, so every job paid that
+    import inside its correctness stage, holding the device's token, and the cohort gaps grew from 0.8 s to
+    6-7 s. What the server imports before forking leaves the profiler nothing of that stack to import."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROFILED_AFTER_PRELOAD], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []

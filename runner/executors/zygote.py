@@ -39,17 +39,10 @@ def main(argv: list[str]) -> int:
     # from the CUDA runtime, which would initialise the driver in this process and mark every child
     # a "bad fork" that may not use CUDA. Removed after: the workers get their own environment.
     os.environ[_NVML_CHECK] = "1"
-    # The worker's imports, paid once here (the same ones a spare makes before its job).
-    import torch
-    import torch._dynamo  # noqa: F401
-    import torch._inductor.compile_fx  # noqa: F401
-
-    import runner.worker.evaluate  # noqa: F401
-    from runner.executors.local import worker_limits  # noqa: F401 (imported now, not in each child)
-    from runner.worker.prewarm import prewarm_compiler
-
-    prewarm_compiler(None)  # host-only steps: the compiler's modules and torch's source key
+    preload()
     del os.environ[_NVML_CHECK]
+    import torch
+
     why = _why_children_cannot_use_cuda(torch)
     if why:
         _send(channel, {"failed_start": why})
@@ -59,6 +52,22 @@ def main(argv: list[str]) -> int:
 
 
 _NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+
+
+def preload() -> None:
+    """The worker's imports, paid once here (the same ones a spare makes before its job). torch.compile's stack
+    is among them even for a run of eager candidates only: the kernel census's profiler imports it on a GPU (about
+    900 modules), and a job that paid that import in its correctness stage held the device's token for seconds
+    (a full reference pass without it: cohort gaps of 6-7 s instead of 0.8; BENCHMARKS.md, twenty-third session)."""
+    import torch  # noqa: F401
+    import torch._dynamo  # noqa: F401
+    import torch._inductor.compile_fx  # noqa: F401
+
+    import runner.worker.evaluate  # noqa: F401
+    from runner.executors.local import worker_limits  # noqa: F401 (imported now, not in each child)
+    from runner.worker.prewarm import prewarm_compiler
+
+    prewarm_compiler(None)  # host-only steps: the compiler's modules and torch's source key
 
 
 def _why_children_cannot_use_cuda(torch) -> str | None:
