@@ -110,6 +110,25 @@ def test_killing_the_server_ends_its_workers(tmp_path: Path):
     server.close()
 
 
+def test_a_closed_server_exits_without_the_interpreters_teardown(tmp_path: Path):
+    """Regression (the H100 machines): the run's close waited its full 10 s for the server's interpreter
+    teardown (torch's and the compiler's exit handlers) and then killed it. Here an exit handler that would
+    take a minute (``sitecustomize``): the server ends at once, by itself, and the handler never runs."""
+    home, site = tmp_path / "server", tmp_path / "site"
+    home.mkdir()
+    site.mkdir()
+    marker = tmp_path / "teardown-ran"
+    (site / "sitecustomize.py").write_text(
+        f"import atexit, pathlib, time\natexit.register(lambda: (pathlib.Path({str(marker)!r}).touch(), time.sleep(60)))\n"
+    )
+    server = ForkServer(_env(home, PYTHONPATH=f"{REPO}:{site}"), home, worker_limits(1 << 30), 300)
+    worker = server.spawn(_env(home), home, 1 << 30)
+    server.close()
+    assert server.process.returncode == 0  # not killed at the time limit (-9)
+    assert not marker.exists()
+    assert worker.wait(30) == -signal.SIGKILL  # its worker went with it
+
+
 def _unimportable_runner(root: Path) -> str:
     """A PYTHONPATH whose ``runner`` package fails to import: a server started with it cannot start."""
     (root / "runner").mkdir(parents=True)

@@ -96,7 +96,10 @@ class LocalExecutor:
         return {sandbox.process.pid for sandbox in self._pool.members()}
 
     def close(self) -> None:
-        for spare in self._pool.drain():
+        spares = self._pool.drain()
+        for spare in spares:  # every one killed before any is waited for: their exits (CUDA contexts) overlap
+            spare._kill()
+        for spare in spares:
             spare.discard()
         self._spawner.submit(self._close_fork_servers).result()
 
