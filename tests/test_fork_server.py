@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import py_compile
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,7 +20,7 @@ import pytest
 
 from runner.executors.base import ExecutorSettings
 from runner.executors.fork_server import ForkServer, ForkServerUnavailable
-from runner.executors.local import LocalExecutor, worker_limits
+from runner.executors.local import LocalExecutor, bytecode_env, installed_with_bytecode, worker_limits
 from tests.conftest import (
     FAST_TIMING,
     HONEST_CANDIDATE,
@@ -267,3 +270,78 @@ def test_the_sandboxes_share_one_cuda_jit_cache(tmp_path: Path):
     assert first["HOME"] != second["HOME"]
     assert first["CUDA_CACHE_PATH"] == second["CUDA_CACHE_PATH"] == str(tmp_path / "cache" / "cuda")
     assert (tmp_path / "cache" / "cuda").is_dir()  # there before the first sandbox, as on the GPU where it was measured
+
+
+def _package(site: Path, name: str, compiled: bool) -> None:
+    (site / name).mkdir(parents=True)
+    (site / name / "__init__.py").write_text("VALUE = 1\n")
+    if compiled:  # as pip installs it by default: the bytecode in __pycache__ beside the source
+        source = site / name / "__init__.py"
+        py_compile.compile(str(source), cfile=__import__("importlib.util").util.cache_from_source(str(source)))
+
+
+def test_where_the_install_has_no_bytecode_the_workers_keep_it_under_the_cache(tmp_path: Path, monkeypatch):
+    """The H100 machines' torch has no bytecode and their Python writes none (``PYTHONDONTWRITEBYTECODE=1``), so
+    each fresh interpreter compiled torch's sources again: 11-16 s of a fork server's start (BENCHMARKS.md,
+    twenty-fourth session). There the workers' bytecode goes to the cache folder, is read back by the next
+    interpreter, and nothing is written beside the sources."""
+    site, cache = tmp_path / "site", tmp_path / "cache"
+    _package(site, "kbench_uncompiled_pkg", compiled=False)
+    monkeypatch.syspath_prepend(str(site))
+    env = bytecode_env(cache, "kbench_uncompiled_pkg")
+    assert env == {"PYTHONPYCACHEPREFIX": str(cache / "pycache")}
+    run_env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(site), **env}
+    command = [sys.executable, "-v", "-c", "import kbench_uncompiled_pkg"]
+    first = subprocess.run(command, env=run_env, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr[-2000:]
+    (written,) = (cache / "pycache" / site.relative_to("/") / "kbench_uncompiled_pkg").glob("__init__.*.pyc")
+    assert not (site / "kbench_uncompiled_pkg" / "__pycache__").exists()
+    second = subprocess.run(command, env=run_env, capture_output=True, text=True, timeout=60)
+    assert f"code object from '{written}'" in second.stderr  # read, not compiled again
+
+
+def test_where_the_install_has_its_bytecode_the_workers_read_it_and_write_none(tmp_path: Path, monkeypatch):
+    site = tmp_path / "site"
+    _package(site, "kbench_compiled_pkg", compiled=True)
+    monkeypatch.syspath_prepend(str(site))
+    assert installed_with_bytecode("kbench_compiled_pkg")
+    assert bytecode_env(tmp_path / "cache", "kbench_compiled_pkg") == {"PYTHONDONTWRITEBYTECODE": "1"}
+    assert installed_with_bytecode("kbench_no_such_package")  # nothing found: nothing to keep
+
+
+def test_the_workers_environment_follows_how_torch_is_installed(tmp_path: Path):
+    executor = LocalExecutor(ExecutorSettings(cache_dir=tmp_path / "cache"))
+    env = executor.child_env(tmp_path / "home", None)
+    expected = bytecode_env(tmp_path / "cache")
+    assert {key: env.get(key) for key in expected} == expected
+    assert not {"PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX"} - set(expected) & set(env)
+    assert executor.environment()["bytecode"] == expected.get("PYTHONPYCACHEPREFIX", "installed")
+
+
+def test_the_run_command_starts_the_fork_server_before_it_imports_torch(tmp_path: Path):
+    """The CLI imported torch for its closing report before it started the fork servers: 5.5 s of set-up on the
+    H100 machine before the servers' own imports began (BENCHMARKS.md, twenty-fourth session)."""
+    probe = f"""
+import json, sys
+import runner.executors.local as local
+seen = {{}}
+real_prepare = local.LocalExecutor.prepare
+def prepare(self, gpus):
+    seen.setdefault("torch_imported", "torch" in sys.modules)
+    return real_prepare(self, gpus)
+local.LocalExecutor.prepare = prepare
+from runner.cli import main
+code = main(["run", "experiment=cpu_smoke", "executor=local", "suite.limit=1", "tracking=off",
+             "run.out_dir={tmp_path / "runs"}", "eval.timing.min_samples=5", "eval.timing.time_cap_s=1"])
+print(json.dumps({{"code": code, **seen}}))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"code": 0, "torch_imported": False}

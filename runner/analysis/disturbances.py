@@ -20,8 +20,7 @@ import statistics
 from pathlib import Path
 
 from runner.analysis.records import job_results
-from runner.worker.protocol import OUT_DIR, SAMPLES_FILE
-from runner.worker.timing import batch_medians
+from runner.worker.protocol import OUT_DIR, SAMPLES_FILE, batch_medians
 
 Z_LIMIT = 5.0
 MIN_EXCESS = 0.005

@@ -14,11 +14,20 @@ still serves exactly one evaluation; a spare never runs GPU work before it gets 
 imported torch and the compiler stack once (``fork_server.py``); ``start="exec"`` starts each one
 as a fresh interpreter, as does a run whose fork server could not start (the executor's
 environment says why).
+
+Bytecode: where the installed torch carries none for this interpreter (a ``pip --no-compile``
+install, read under ``PYTHONDONTWRITEBYTECODE=1``: the H100 machines), every fresh interpreter
+compiled torch and its compiler stack from source, 11-16 s of each fork server's start. There the
+workers' Python keeps its bytecode under the cache folder (``PYTHONPYCACHEPREFIX``), so only the
+first interpreter to import a module compiles it, and nothing is written beside any source.
+Where the install has its bytecode, workers read it and write none, as before. The local executor
+is the host's environment: a candidate can write these caches as it can write the compile caches.
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import resource
 import shutil
@@ -29,6 +38,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from pathlib import Path
 
 from runner.executors.base import (
@@ -87,6 +97,7 @@ class LocalExecutor:
             "prestart": self.settings.prestart,
             "start": self.settings.start if self._fork_failure is None else "exec",
             "note": "host environment, not container",
+            "bytecode": bytecode_env(self._cache_dir()).get(PYCACHE_PREFIX_ENV, "installed"),
         }
         if self._fork_failure is not None:
             env["fork_server_failed"] = self._fork_failure
@@ -115,8 +126,8 @@ class LocalExecutor:
         env["PYTHONPATH"] = str(REPO_ROOT)
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONHASHSEED"] = "0"
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
         cache = self._cache_dir()
+        env.update(bytecode_env(cache))
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
         env["TRITON_CACHE_DIR"] = str(cache / "triton")
         env[CHECKS_CACHE_ENV] = str(cache / "checks")  # the output checks' kernels, apart from the candidates'
@@ -250,6 +261,31 @@ def worker_limits(file_limit: int):
         die_with_parent()
 
     return limit_child
+
+
+PYCACHE_PREFIX_ENV = "PYTHONPYCACHEPREFIX"
+
+
+def bytecode_env(cache_dir: Path, package: str = "torch") -> dict[str, str]:
+    """How the workers' Python treats bytecode: read the install's and write none, where ``package`` is
+    installed with bytecode for this interpreter; else keep it under ``cache_dir``/pycache (module docstring)."""
+    if installed_with_bytecode(package):
+        return {"PYTHONDONTWRITEBYTECODE": "1"}
+    return {PYCACHE_PREFIX_ENV: str(cache_dir / "pycache")}
+
+
+@cache
+def installed_with_bytecode(package: str) -> bool:
+    """Whether ``package``'s ``__init__`` has a compiled file beside it for this interpreter (found, not
+    imported). True where the package is not found: nothing to gain from a cache of its own."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return True
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return True
+    source = Path(spec.origin)
+    return (source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc").exists()
 
 
 class _Sandbox:

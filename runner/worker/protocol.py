@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -195,6 +196,12 @@ class Result:
             timing["candidate"] = TimingSummary(**timing["candidate"])
             data["timing"] = Timing(**timing)
         return cls(**data)
+
+
+def batch_medians(values: list[float], batch: int, count: int) -> list[float]:
+    """The medians of one side's first ``count`` batches of ``batch`` samples each: the samples file keeps each
+    side's samples in batch order (read here by the timing engine and by ``runner/analysis``, without torch)."""
+    return [statistics.median(values[k * batch : (k + 1) * batch]) for k in range(count)]
 
 
 def write_json_atomic(path: Path, data) -> None:

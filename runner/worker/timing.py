@@ -62,7 +62,7 @@ import torch
 
 from runner.worker.clocks import ClockMonitor, device_uuid
 from runner.worker.integrity import unjoined_work
-from runner.worker.protocol import Timing, TimingSettings, TimingSummary
+from runner.worker.protocol import Timing, TimingSettings, TimingSummary, batch_medians
 from runner.worker.samplers import CudaSampler, HostSampler, run_batch, warm_up
 
 _SIDES = ("reference", "candidate")
@@ -433,11 +433,6 @@ def _placement_spread(samples: dict, placed: list[int], batch: int) -> tuple[flo
         return None, None
     mean = statistics.fmean(speedups)
     return max(speedups) / min(speedups) - 1, statistics.stdev(speedups) / math.sqrt(len(speedups)) / mean
-
-
-def batch_medians(values: list[float], batch: int, count: int) -> list[float]:
-    """The medians of one side's first ``count`` batches of ``batch`` samples each (kept in batch order)."""
-    return [statistics.median(values[k * batch : (k + 1) * batch]) for k in range(count)]
 
 
 def _as_graph(fn, device: torch.device):
