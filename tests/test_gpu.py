@@ -373,6 +373,26 @@ def test_reference_through_forked_and_fresh_workers_on_the_gpu(tmp_path):
         assert first["environment"]["spare_prewarm_s"].get("skipped") == "its job was waiting"
 
 
+def test_a_first_evaluation_loads_the_check_kernels_an_earlier_run_compiled(tmp_path):
+    """A run's first evaluations start with their job waiting: the job goes first, and the pre-warm is skipped. In
+    the first run over a compile cache the check kernels are not in it (a compile takes seconds), so the first
+    evaluation keeps PyTorch's ops; a spare then compiles them and marks the cache. A later run over the same cache
+    (``executor.compile_cache_dir``) loads them in its first evaluation too (BENCHMARKS.md, twenty-fourth session)."""
+    shared = [f"executor.compile_cache_dir={tmp_path / 'compile-cache'}", "executor.prestart=2"]
+    firsts = []
+    for name in ("checks-cold", "checks-warm"):
+        results = _two_reference_tasks(tmp_path, name, *shared)
+        assert all(result["verdict"]["status"] == "correct" for result in results)
+        first = min(results, key=lambda result: result["started_at"])
+        firsts.append(first["environment"]["spare_prewarm_s"])
+    cold, warm = firsts
+    assert cold["skipped"] == warm["skipped"] == "its job was waiting"
+    assert "fused checks" not in cold and "joint_graph patterns" not in cold
+    assert isinstance(warm["fused checks"], float) and isinstance(warm["fused integrity checks"], float), warm
+    assert "joint_graph patterns" not in warm  # the compiler's pre-warm still waits for no job
+    assert list((tmp_path / "compile-cache" / "checks").glob("prepared-*"))
+
+
 def test_kernels_the_driver_compiles_at_first_use_go_to_the_runs_cache(tmp_path):
     """torch.prod's kernels in torch 2.11 (CUDA 13) are compiled from PTX at their first use on the H100 (0.9-1.2 s
     per dtype in a fresh HOME, 44-57 ms from the cache: BENCHMARKS.md, twenty-second session); the driver keeps them

@@ -121,3 +121,36 @@ def test_the_fork_servers_imports_cover_the_kernel_census_profiler():
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_check_kernels_marker_names_what_compiled_them(tmp_path, monkeypatch):
+    """The marker a spare leaves in the checks' cache once it prepared every check kernel there is named for what
+    the kernels were compiled by and for: a later process on another GPU architecture, or under another Triton,
+    finds none and does not take a compile of seconds for a load. No cache of their own: no marker."""
+    triton = pytest.importorskip("triton")
+    from runner.worker.fused_checks import compiled_marker
+
+    marker = compiled_marker(str(tmp_path), (9, 0))
+    assert marker is not None and marker.parent == tmp_path and marker.name.startswith("prepared-")
+    assert compiled_marker(str(tmp_path), (9, 0)) == marker
+    assert compiled_marker(str(tmp_path), (10, 0)) != marker
+    monkeypatch.setattr(triton, "__version__", triton.__version__ + ".other")
+    assert compiled_marker(str(tmp_path), (9, 0)) != marker
+    assert compiled_marker(None, (9, 0)) is None and compiled_marker("", (9, 0)) is None
+
+
+def test_without_every_check_kernel_the_cache_is_not_marked(tmp_path, monkeypatch):
+    """``prewarm_checks`` marks the checks' cache only where both preparations compiled every variant: on a
+    machine without a CUDA device neither does, so a later worker whose job is waiting finds no marker."""
+    import torch
+
+    from runner.worker import prewarm
+
+    if torch.cuda.is_available():
+        pytest.skip("about a machine without a CUDA device")
+    monkeypatch.setenv("KBENCH_CHECKS_CACHE", str(tmp_path))
+    monkeypatch.setattr(prewarm, "PREWARMED", {})
+    record = prewarm.prewarm_checks()
+    assert record["fused checks"].startswith("not done")
+    assert not list(tmp_path.iterdir())
+    assert not prewarm.checks_compiled_in_cache()

@@ -33,10 +33,12 @@ check kernel compiles or loads), ``warm_variants`` (the host-only compile of a `
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import struct
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import torch
 
@@ -168,6 +170,24 @@ def warm_variants(variants: list) -> dict:
             continue
         done[name] = round(time.perf_counter() - started, 4)
     return done
+
+
+def compiled_marker(cache: str | None, capability: tuple[int, int]) -> Path | None:
+    """The file that says the checks' own cache (``cache``, ``KBENCH_CHECKS_CACHE``) holds every variant of both
+    ``prepare``s as this Triton compiled them for a GPU of ``capability`` from these kernels, these launch options
+    (their three modules' sources) and this CUDA; written by the process that prepared them all there (``prewarm.py``).
+    A process that finds it loads them (about 0.1 s on the H100) rather than compiling them (about 2.4 s). None where
+    the checks have no cache of their own or no Triton: no later process can find them."""
+    kernels = kernels_module()
+    if not cache or kernels is None:
+        return None
+    import triton
+
+    digest = hashlib.sha256()
+    for name in ("fused_kernels.py", "fused_checks.py", "fused_integrity.py"):
+        digest.update(Path(__file__).with_name(name).read_bytes())
+    digest.update(f"triton {triton.__version__} cuda {torch.version.cuda} sm_{capability[0]}{capability[1]}".encode())
+    return Path(cache) / f"prepared-{digest.hexdigest()[:20]}"
 
 
 def failed_variants(done: dict) -> dict:

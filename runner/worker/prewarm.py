@@ -16,8 +16,9 @@ the output checks would otherwise use).
 
 Each step is timed and recorded; one that this torch does not have, or that fails, is recorded as
 not done, never an error. ``start_spare`` runs it all in a worker started ahead of its job (imports,
-on a GPU the CUDA context, then the pre-warm, skipped where the job is already waiting), and
-``spare_record`` is what each result keeps of it.
+on a GPU the CUDA context, then the pre-warm, skipped where the job is already waiting, except a load of the
+check kernels that an earlier process compiled into their cache), and ``spare_record`` is what each result
+keeps of it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import torch
 
 from runner.worker import fused_checks, fused_integrity
 from runner.worker.device_token import PREINIT_ENV, PREINIT_UNDER_TOKEN, SHARED, TOKEN_ENV, DeviceToken
+from runner.worker.protocol import CHECKS_CACHE_ENV
 
 # The modules a torch.compile of CUDA code imports on its first call that ``torch._inductor.compile_fx``
 # (which every spare imports) does not bring in already: the ones that cost a spare time on the
@@ -58,7 +60,8 @@ def start_spare(stdin) -> None:
     """A worker's start before it reads its job from ``stdin``: the compiler stack's imports (seconds, paid
     before the job is known); on a GPU (the executor sets ``PREINIT_ENV``) its CUDA context, then the pre-warm,
     unless its job is already waiting: a worker handed its job as it starts (a run's first evaluations) lets
-    the job go first, which then pays only the first uses it needs."""
+    the job go first, which then pays only the first uses it needs; it still loads the check kernels where an
+    earlier process compiled them into the checks' cache (a later run over the same ``compile_cache_dir``)."""
     import torch._dynamo  # noqa: F401
     import torch._inductor.compile_fx  # noqa: F401
 
@@ -68,6 +71,11 @@ def start_spare(stdin) -> None:
     _make_cuda_context(os.environ.get(TOKEN_ENV) if preinit == PREINIT_UNDER_TOKEN else None)
     if job_waiting(stdin):
         PREWARMED["skipped"] = "its job was waiting"
+        # A load where an earlier process compiled them into the checks' cache (about 0.1 s): without them the job's
+        # checks take PyTorch's ops, about a second of its correctness stage in a run's first cohort (BENCHMARKS.md,
+        # twenty-fourth session); a compile (seconds) is left out, as before.
+        if checks_compiled_in_cache():
+            prewarm_checks()
     else:
         prewarm_compiler(torch.device("cuda", torch.cuda.current_device()))
         prewarm_checks()
@@ -129,12 +137,32 @@ def prewarm_compiler(device: torch.device | None) -> dict:
 
 def prewarm_checks() -> dict:
     """Compile (or load from the checks' own Triton cache) the output checks' kernels and the integrity
-    checks', host only (``fused_checks.prepare``, ``fused_integrity.prepare``); each is recorded apart."""
+    checks', host only (``fused_checks.prepare``, ``fused_integrity.prepare``); each is recorded apart. Where both
+    are ready, the checks' cache is marked as holding them (``fused_checks.compiled_marker``)."""
+    failures = {}
     for step, prepare in (("fused checks", fused_checks.prepare), ("fused integrity checks", fused_integrity.prepare)):
         started = time.perf_counter()
-        failed = fused_checks.failed_variants(prepare())
+        failed = failures[step] = fused_checks.failed_variants(prepare())
         PREWARMED[step] = f"not done: {failed}"[:200] if failed else round(time.perf_counter() - started, 4)
+    marker = None if any(failures.values()) else _compiled_marker()
+    if marker is not None:
+        try:
+            marker.touch()
+        except OSError as exc:  # a head start for later processes, never a precondition
+            PREWARMED["checks cache marked"] = f"not done: {exc}"[:200]
     return PREWARMED
+
+
+def checks_compiled_in_cache() -> bool:
+    """Whether an earlier process prepared every check kernel in the checks' cache for this GPU (``prewarm_checks``)."""
+    marker = _compiled_marker()
+    return marker is not None and marker.exists()
+
+
+def _compiled_marker():
+    if not torch.cuda.is_available():
+        return None
+    return fused_checks.compiled_marker(os.environ.get(CHECKS_CACHE_ENV), torch.cuda.get_device_capability())
 
 
 def job_waiting(stream) -> bool:
