@@ -176,7 +176,8 @@ def compiled_marker(cache: str | None, capability: tuple[int, int]) -> Path | No
     """The file that says the checks' own cache (``cache``, ``KBENCH_CHECKS_CACHE``) holds every variant of both
     ``prepare``s as this Triton compiled them for a GPU of ``capability`` from these kernels, these launch options
     (their three modules' sources) and this CUDA; written by the process that prepared them all there (``prewarm.py``).
-    A process that finds it loads them (about 0.1 s on the H100) rather than compiling them (about 2.4 s). None where
+    A process that finds it loads them (0.06-0.5 s on the H100, the most where a run's first evaluations load them
+    together) rather than compiling them (about 2.4 s). None where
     the checks have no cache of their own or no Triton: no later process can find them."""
     kernels = kernels_module()
     if not cache or kernels is None:

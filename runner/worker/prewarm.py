@@ -71,9 +71,9 @@ def start_spare(stdin) -> None:
     _make_cuda_context(os.environ.get(TOKEN_ENV) if preinit == PREINIT_UNDER_TOKEN else None)
     if job_waiting(stdin):
         PREWARMED["skipped"] = "its job was waiting"
-        # A load where an earlier process compiled them into the checks' cache (about 0.1 s): without them the job's
-        # checks take PyTorch's ops, about a second of its correctness stage in a run's first cohort (BENCHMARKS.md,
-        # twenty-fourth session); a compile (seconds) is left out, as before.
+        # The check kernels, where an earlier process compiled them into their cache: a load (0.4-0.5 s in f50's first
+        # cohort), where the PyTorch ops they replace cost the first cohort's correctness stages about a second
+        # (BENCHMARKS.md, twenty-fourth session); a compile (seconds) is left out, as before.
         if checks_compiled_in_cache():
             prewarm_checks()
     else:
