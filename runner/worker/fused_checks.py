@@ -177,8 +177,8 @@ def compiled_marker(cache: str | None, capability: tuple[int, int]) -> Path | No
     ``prepare``s as this Triton compiled them for a GPU of ``capability`` from these kernels, these launch options
     (their three modules' sources) and this CUDA; written by the process that prepared them all there (``prewarm.py``).
     A process that finds it loads them (0.06-0.5 s on the H100, the most where a run's first evaluations load them
-    together) rather than compiling them (about 2.4 s). None where
-    the checks have no cache of their own or no Triton: no later process can find them."""
+    together) rather than compiling them (about 2.4 s). None where the checks have no cache of their own or no
+    Triton: no later process can find them."""
     kernels = kernels_module()
     if not cache or kernels is None:
         return None

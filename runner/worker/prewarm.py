@@ -139,12 +139,13 @@ def prewarm_checks() -> dict:
     """Compile (or load from the checks' own Triton cache) the output checks' kernels and the integrity
     checks', host only (``fused_checks.prepare``, ``fused_integrity.prepare``); each is recorded apart. Where both
     are ready, the checks' cache is marked as holding them (``fused_checks.compiled_marker``)."""
-    failures = {}
+    all_ready = True
     for step, prepare in (("fused checks", fused_checks.prepare), ("fused integrity checks", fused_integrity.prepare)):
         started = time.perf_counter()
-        failed = failures[step] = fused_checks.failed_variants(prepare())
+        failed = fused_checks.failed_variants(prepare())
+        all_ready = all_ready and not failed
         PREWARMED[step] = f"not done: {failed}"[:200] if failed else round(time.perf_counter() - started, 4)
-    marker = None if any(failures.values()) else _compiled_marker()
+    marker = _compiled_marker() if all_ready else None
     if marker is not None:
         try:
             marker.touch()
