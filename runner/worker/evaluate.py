@@ -410,8 +410,9 @@ def _run(
     # result cached by input pointer is stale; both on the copy of the candidate that made that call (any
     # reference copy gives the reference's answer: the same weights).
     index, timed_outputs, last_copy = candidate.last
-    expected_last = as_output_list(references[0](*input_sets[index]))
-    _check_timed_output(expected_last, timed_outputs, "the last timed call", index, tolerance)
+    with cost("timed_output"):
+        expected_last = as_output_list(references[0](*input_sets[index]))
+        _check_timed_output(expected_last, timed_outputs, "the last timed call", index, tolerance)
     # Within tolerance; now against the float64 answer on the same inputs (runner/worker/precision.py),
     # so precision kept only for the checked calls or the small shapes does not pass.
     with cost("float64_timed"):
@@ -423,13 +424,14 @@ def _run(
         raise _Stop(
             Verdict("integrity_violation", reason, f"the last timed call (input set {index}): {evidence}", "timing")
         )
-    fresh = make_inputs(reference_module, dims, device, timed_seed + 7919)
-    for target, source in zip(input_sets[index], fresh):
-        if isinstance(target, torch.Tensor):
-            target.copy_(source)
-    expected = references[0](*fresh)
-    again = last_copy(*input_sets[index])
-    _check_timed_output(expected, again, "a call on new values at the same addresses", index, tolerance)
+    with cost("same_addresses"):
+        fresh = make_inputs(reference_module, dims, device, timed_seed + 7919)
+        for target, source in zip(input_sets[index], fresh):
+            if isinstance(target, torch.Tensor):
+                target.copy_(source)
+        expected = references[0](*fresh)
+        again = last_copy(*input_sets[index])
+        _check_timed_output(expected, again, "a call on new values at the same addresses", index, tolerance)
 
 
 def _runtime_census(job: dict, job_dir: Path, device: torch.device, result: Result, model):
@@ -447,10 +449,11 @@ def _runtime_census(job: dict, job_dir: Path, device: torch.device, result: Resu
 
 
 class _CheckCost:
-    """Seconds spent in the integrity checks inside the correctness stage, by kind (``integrity.check_seconds``).
+    """Seconds spent in the integrity checks, by kind (``integrity.check_seconds``): inside the correctness
+    stage, and the parts of the checks after timing (``timed_output``, ``float64_timed``, ``same_addresses``).
 
-    With the stages of their own (``static_check``, ``checks_after_timing``) this is what the
-    checks cost an evaluation; the one profiled call of the kernel census is in ``correctness``.
+    With the static screen's stage this is what the checks cost an evaluation; the one profiled call of the
+    kernel census is in ``correctness``, its profiler's own start and stop in the census record.
     On a GPU a block's cost is the longer of its host time and its device span (two events around it):
     no synchronisation of its own (with several evaluations in flight each one waits for the GPU's time
     slice among their contexts), read once the evaluation's device work is done (``settle``).

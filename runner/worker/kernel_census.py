@@ -40,6 +40,7 @@ import ast
 import os
 import random
 import re
+import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -140,23 +141,31 @@ class KernelCensus:
 
             # A profiler that fails is the runner's problem, not the candidate's: recorded, not raised.
             prof = profile(activities=[ProfilerActivity.CUDA])
+            # The profiler's own cost, host seconds (what the watched call's stage pays for the census).
+            cost = self.record.setdefault("profiler_s", {})
+            started = time.perf_counter()
             try:
                 prof.start()
             except (RuntimeError, AssertionError) as exc:  # torch asserts when it has no CUDA activity to offer
                 self._unavailable(f"the CUDA profiler did not start: {exc}")
                 yield
                 return
+            cost["start"] = round(time.perf_counter() - started, 6)
             try:
                 yield
             finally:
+                started = time.perf_counter()
                 try:
                     prof.stop()
                     events = prof.events()
                 except RuntimeError as exc:
                     events = None
                     self._unavailable(f"the CUDA profiler failed: {exc}")
+                cost["stop"] = round(time.perf_counter() - started, 6)
             if events is not None:
+                started = time.perf_counter()
                 self._judge_profile(events)
+                cost["judge"] = round(time.perf_counter() - started, 6)
         else:
             self._window = Counter()
             try:
