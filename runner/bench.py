@@ -33,6 +33,7 @@ from pathlib import Path
 from runner.analysis.disturbances import disturbances
 from runner.analysis.records import job_results
 from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, token_windows
+from runner.worker.protocol import OUT_DIR, SAMPLES_FILE
 
 
 def _quantiles(values: list[float]) -> dict:
@@ -125,6 +126,7 @@ def duty(run_dir: Path) -> dict:
         "first_to_last_window_s": spans,
         "between_turns": between_turns(lane_results.values()),
         "slot_parts_s": slot_parts(results),
+        "turn_parts_s": turn_parts(run_dir, results),
     }
 
 
@@ -208,6 +210,39 @@ _SLOT_STEPS = (
     ("collect", "ran", "collected"),
     ("read_gpu_after", "collected", "read_after"),
 )
+
+
+def turn_parts(run_dir: Path, results) -> dict | None:
+    """Where the measurements' turns went, summed over the evaluations, in parts that add up to their exclusive
+    windows: the kept samples (what ``measured`` counts), the audit calls (one call of a side closed by a
+    device-wide synchronisation, ``timing.py``), from the turn's start to its first batch (a round taken again
+    after the hand-over), after its last batch (the audits' judgement, the result), and the rest of the batches
+    (the L2 flush before every sample, events, the batches' own gaps and the ones taken again). From each
+    evaluation's ``samples.json``; None where none has one (f51 on the H100: samples 277.4 s of 295.5, audits 4.0 s,
+    before the first batch 1.4 s, after the last 0.8 s: BENCHMARKS.md, twenty-fifth session)."""
+    parts = dict.fromkeys(("samples", "audits", "before_first_batch", "after_last_batch", "batches_rest"), 0.0)
+    seen = False
+    for _, result in results:
+        record = result.environment.get("device_token", {})
+        turns = [(start, end) for start, end, mode in token_windows(record) if mode == EXCLUSIVE]
+        path = run_dir / "jobs" / result.eval_id / OUT_DIR / SAMPLES_FILE
+        if len(turns) != 1 or not path.exists():
+            continue
+        raw = json.loads(path.read_text())
+        batches = raw.get("batch_window") or []
+        if not batches:
+            continue
+        seen = True
+        (start, end) = turns[0]
+        samples = (sum(raw["reference"]) + sum(raw["candidate"])) / 1000.0
+        audits = sum(sum(times) for times in raw.get("sync_audit", {}).values()) / 1000.0
+        first, last = min(b[0] for b in batches), max(b[1] for b in batches)
+        parts["samples"] += samples
+        parts["audits"] += audits
+        parts["before_first_batch"] += first - start
+        parts["after_last_batch"] += end - last
+        parts["batches_rest"] += (last - first) - samples - audits
+    return parts if seen else None
 
 
 def slot_parts(results) -> dict | None:

@@ -111,7 +111,7 @@ def command_run(overrides: list[str], console: Console) -> int:
     from omegaconf import OmegaConf
 
     from runner.closing import finish
-    from runner.configure import ConfigError, compose_config, hashed_yaml, to_settings
+    from runner.configure import ConfigError, compose_config, hashed_yaml, to_settings, wrong_gpu
     from runner.executors import ExecutorSettings, make_executor, preflight
     from runner.executors.image_lock import LOCK_PATH
     from runner.executors.local import LocalExecutor
@@ -181,6 +181,9 @@ def command_run(overrides: list[str], console: Console) -> int:
                 raise UserError(
                     f"hardware={settings.hardware} asks for GPU {index}, but none is usable: {reading.get('why')}"
                 )
+            mismatch = wrong_gpu(settings.hardware, settings.gpu_name, index, reading)
+            if mismatch:
+                raise UserError(mismatch)
         gpu = readings[0]
     resolved = OmegaConf.to_yaml(cfg)
     cfg_hash = config_hash(hashed_yaml(cfg))
@@ -397,13 +400,18 @@ def command_doctor(args, console: Console) -> int:
 
     readings = {"host": host_fingerprint(), "gpu0": read_gpu(0)}
     if args.calibrate:
-        from runner.configure import ConfigError, compose_config, to_settings
+        from runner.configure import ConfigError, compose_config, to_settings, wrong_gpu
         from runner.gpu.calibrate import calibrate
 
         try:
             settings = to_settings(compose_config([f"hardware={args.hardware}", "method=reference"]))
         except ConfigError as exc:
             raise UserError(str(exc)) from None
+        mismatch = readings["gpu0"].get("available") and wrong_gpu(
+            settings.hardware, settings.gpu_name, 0, readings["gpu0"]
+        )
+        if mismatch:
+            raise UserError(f"doctor --calibrate --hardware {args.hardware}: {mismatch}")
         readings["calibration"] = calibrate(settings.peaks)
         if not readings["calibration"]["available"]:
             raise UserError("doctor --calibrate needs a CUDA GPU; none is visible")

@@ -69,6 +69,10 @@ class ResumeMode(str, Enum):
 class HardwareConfig:
     name: str = "cpu"
     device: DeviceKind = DeviceKind.cpu
+    # Part of the name NVML gives the GPU this file describes ("H100"): a run on a GPU whose name does not hold it
+    # stops before anything is written, since this file's peaks and limits would judge another GPU's kernels.
+    # null: any GPU.
+    gpu_name: str | None = None
     gpus: list[int] = field(default_factory=lambda: [0])
     check_shapes: list[str] = field(default_factory=lambda: ["small"])
     timed_shape: str = "small"

@@ -6,6 +6,8 @@ Any mistake (unknown key, bad value, unknown group option, missing required valu
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
@@ -128,6 +130,7 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         name=cfg.run.name,
         suite=cfg.suite.name,
         hardware=cfg.hardware.name,
+        gpu_name=cfg.hardware.gpu_name,
         device=cfg.hardware.device.value,
         gpus=list(cfg.hardware.gpus),
         check_shapes=list(cfg.hardware.check_shapes),
@@ -154,3 +157,28 @@ def to_settings(cfg: DictConfig) -> RunSettings:
             else None
         ),
     )
+
+
+def wrong_gpu(hardware: str, gpu_name: str | None, index: int, reading: dict) -> str | None:
+    """Why GPU ``index`` (its NVML ``reading``) is not the GPU that the hardware file ``hardware`` describes (its
+    ``gpu_name`` is no part of the GPU's name), in one line that names the file to use where one describes this
+    GPU; None where it is, or where the file names no GPU. One GPU's peaks would judge another's kernels: on an
+    H200 under the H100's file, 28 of 222 honest reference kernels were flagged faster than physics (BENCHMARKS.md,
+    twenty-fifth session)."""
+    name = str(reading.get("name") or "")
+    if not gpu_name or gpu_name.lower() in name.lower():
+        return None
+    fitting = [path.stem for path in sorted((CONF_DIR / "hardware").glob("*.yaml")) if _describes(path, name)]
+    instead = f"use hardware={fitting[0]}" if fitting else "write a hardware file for it"
+    return (
+        f"hardware={hardware} describes an {gpu_name} GPU, but GPU {index} is {name or 'of no known name'}: "
+        f"{instead}, or set hardware.gpu_name=null to judge it by {hardware}'s peaks anyway"
+    )
+
+
+def _describes(path: Path, name: str) -> bool:
+    """Whether the hardware file at ``path`` names a GPU that ``name`` (NVML's) is."""
+    from omegaconf import OmegaConf
+
+    gpu_name = OmegaConf.load(path).get("gpu_name")
+    return bool(gpu_name) and str(gpu_name).lower() in name.lower()

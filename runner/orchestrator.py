@@ -102,6 +102,7 @@ class RunSettings:
     measurement_isolation: str = ISOLATE_DEVICE  # what a measurement excludes (runner/worker/device_token.py)
     admit_free_gib: float = 16.0  # an evaluation starts on a GPU with this much free (runner/gpu/memory_admission.py)
     timed_shape_trials: int | None = None  # correctness trials at the timed shape where it is checked (None: trials)
+    gpu_name: str | None = None  # part of the NVML name of the GPU the hardware file describes (None: any)
 
 
 class RunAborted(RuntimeError):

@@ -106,6 +106,24 @@ def test_the_wall_parts_add_up_to_the_wall_time(two_passes, tmp_path: Path):
     assert all(value >= 0 for value in two_lanes["wall_parts_s"].values())
 
 
+def test_the_turn_parts_add_up_to_the_turns(two_passes, tmp_path: Path):
+    """``turn_parts_s`` splits the measurements' exclusive windows into the kept samples (the measured time), the
+    audit calls, the moments before the first batch and after the last, and the batches' rest, read off a real
+    run's samples files; a result whose samples file is gone adds nothing, and with none the parts are None."""
+    figures = duty(two_passes[0])
+    parts = figures["turn_parts_s"]
+    assert sum(parts.values()) == pytest.approx(figures["exclusive_s"])
+    assert parts["samples"] == pytest.approx(figures["measured_s"])
+    assert parts["before_first_batch"] >= 0 and parts["after_last_batch"] >= 0 and parts["batches_rest"] >= 0, parts
+    run, results = _copy_of(two_passes[0], tmp_path)
+    (results[0].parent / "samples.json").unlink()
+    fewer = duty(run)
+    assert 0 < fewer["turn_parts_s"]["samples"] < parts["samples"]
+    for result in results[1:]:
+        (result.parent / "samples.json").unlink()
+    assert duty(run)["turn_parts_s"] is None
+
+
 def test_overlap_sees_clashing_windows_and_none_between_sequential_runs(two_passes):
     assert overlap(*two_passes) == {"windows": [2, 2], "overlapping_pairs": 0, "examples": []}
     assert overlap(two_passes[0], two_passes[0])["overlapping_pairs"] >= 2  # each window with itself

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.configure import ConfigError, compose_config, to_settings
+from runner.configure import ConfigError, compose_config, to_settings, wrong_gpu
 from runner.paths import CONF_DIR
 from tests.conftest import kbench
 
@@ -105,6 +105,20 @@ def test_every_gpu_of_hardware_gpus_is_checked_before_work(tmp_path: Path):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert re.search(r"asks for GPU (0|15), but none is usable", proc.stderr), proc.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_gpu_file_stops_a_run_on_another_gpu():
+    """The GPU files name their GPU, and a run on another stops at its start with one line naming the file to use.
+    (The readings stand in for NVML's, which this machine has no GPU to give: a test double at that boundary.)"""
+    h100 = to_settings(compose_config(["hardware=h100"]))
+    assert h100.gpu_name == "H100" and to_settings(compose_config(["hardware=h200"])).gpu_name == "H200"
+    assert to_settings(compose_config(["hardware=cpu"])).gpu_name is None
+    assert wrong_gpu("h100", "H100", 0, {"name": "NVIDIA H100 80GB HBM3"}) is None
+    message = wrong_gpu("h100", "H100", 0, {"name": "NVIDIA H200"})
+    assert "\n" not in message and "GPU 0 is NVIDIA H200" in message and "use hardware=h200" in message, message
+    other = wrong_gpu("h100", "H100", 1, {"name": "NVIDIA A100-SXM4-80GB"})
+    assert "write a hardware file for it" in other and "hardware.gpu_name=null" in other, other
+    assert wrong_gpu("h100", None, 0, {"name": "NVIDIA A100-SXM4-80GB"}) is None  # a file that names none: any GPU
 
 
 def test_unknown_suite_task_is_one_line(tmp_path: Path):

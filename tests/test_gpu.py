@@ -16,11 +16,23 @@ from tests.conftest import FAST_TIMING, kbench, make_kernelbench_dir, result_rec
 pytestmark = pytest.mark.gpu
 
 
+def _hardware_here() -> str:
+    """The hardware override for the GPU these tests run on: the H200's file on an H200, else the H100's (a run under
+    another GPU's file stops at its start, ``configure.wrong_gpu``)."""
+    import torch
+
+    name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else ""
+    return "hardware=h200" if "H200" in name else "hardware=h100"
+
+
+HARDWARE = _hardware_here()
+
+
 def _reference_results(tmp_path, name: str, tasks: str, *overrides: str) -> list[dict]:
-    """The results of a reference run over ``tasks`` (``a,b``) on the H100 configuration."""
+    """The results of a reference run over ``tasks`` (``a,b``) on the hardware file of the GPU here."""
     proc = kbench(
         "run",
-        "hardware=h100",
+        HARDWARE,
         "suite=full",
         f"suite.tasks=[{tasks}]",
         "method=reference",
@@ -35,7 +47,7 @@ def _reference_results(tmp_path, name: str, tasks: str, *overrides: str) -> list
 
 
 def _two_reference_tasks(tmp_path, name: str, *overrides: str) -> list[dict]:
-    """The results of a reference run over two tasks on the H100 configuration."""
+    """The results of a reference run over two tasks on the hardware file of the GPU here."""
     return _reference_results(tmp_path, name, "gelu_tanh,linear_bias_fp16", *overrides)
 
 
@@ -65,14 +77,14 @@ def test_validator_measures_perf_shapes_on_gpu(tmp_path):
 
 
 def test_adversarial_corpus_on_gpu(tmp_path):
-    rows = run_corpus(tmp_path, "hardware=h100")
+    rows = run_corpus(tmp_path, HARDWARE)
     outcome = {case.stem: (rows[case.stem]["verdict"], rows[case.stem]["reason"]) for case in CASES}
     assert outcome == {case.stem: expected_verdict(case) for case in CASES}
 
 
 def test_kernel_census_under_the_cuda_profiler(tmp_path):
     # Compiled Triton on the GPU, no interpreter: the profiler's kernel names are the evidence.
-    records = run_kernel_cases(tmp_path, "hardware=h100")
+    records = run_kernel_cases(tmp_path, HARDWARE)
     for case in KERNEL_CASES:
         record = records[case.stem]
         verdict = record["verdict"]
@@ -94,7 +106,7 @@ def test_kernel_census_under_the_cuda_profiler(tmp_path):
     # Under allow_torch the census records only: Inductor's triton_* kernels count as torch_compile's own.
     proc = kbench(
         "run",
-        "hardware=h100",
+        HARDWARE,
         "suite=full",
         "suite.tasks=[gelu_tanh]",
         "method=torch_compile",
@@ -165,7 +177,7 @@ def test_unjoined_stream_work_graphs_clocks_and_roofline(tmp_path):
     write_candidates(tmp_path / "cands", CANDIDATES)
     proc = kbench(
         "run",
-        "hardware=h100",
+        HARDWARE,
         "suite=kernelbench",
         f"suite.path={suite}",
         "method=directory",
@@ -197,7 +209,7 @@ def test_unjoined_stream_work_graphs_clocks_and_roofline(tmp_path):
     # No roofline for a KernelBench-layout task (no formulas); graphs on a native task:
     graphs = kbench(
         "run",
-        "hardware=h100",
+        HARDWARE,
         "suite=full",
         "suite.tasks=[gelu_tanh,layer_norm_falcon40b_fp32]",
         "method=reference",
@@ -219,7 +231,8 @@ def test_unjoined_stream_work_graphs_clocks_and_roofline(tmp_path):
 
 
 def test_calibrate_measures_bandwidth_and_matmul(tmp_path):
-    proc = kbench("doctor", "--calibrate", "--json", str(tmp_path / "cal.json"), cwd=tmp_path)
+    hardware = HARDWARE.split("=")[1]
+    proc = kbench("doctor", "--calibrate", "--hardware", hardware, "--json", str(tmp_path / "cal.json"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     cal = json.loads((tmp_path / "cal.json").read_text())["calibration"]
     assert 0.5 < cal["bandwidth"]["fraction_of_peak"] < 1.05
@@ -231,7 +244,7 @@ def test_health_gate_fails_the_run_as_configured(tmp_path):
     the same run with ``proceed`` evaluates and records the failed gate."""
     args = (
         "run",
-        "hardware=h100",
+        HARDWARE,
         "hardware.max_temperature_c=1",
         "hardware.cooldown_limit_s=0",
         "suite=full",
@@ -369,8 +382,13 @@ def test_reference_through_forked_and_fresh_workers_on_the_gpu(tmp_path):
             made, ready = result["environment"]["spare_cuda_context"]
             assert made <= ready <= result["started_at"]
         # The first evaluation's worker was started with its job waiting: the job went first, no pre-warm.
-        first = min(results, key=lambda result: result["started_at"])
+        first, second = sorted(results, key=lambda result: result["started_at"])
         assert first["environment"]["spare_prewarm_s"].get("skipped") == "its job was waiting"
+        # The second's spare pre-warmed, the profiler's first start among it; its job's census still saw the call.
+        assert isinstance(second["environment"]["spare_prewarm_s"]["profiler"], float), second["environment"]
+        census = second["integrity"]["kernel_census"]
+        assert census["instrument"] == "cuda_profiler" and census["library"], census
+        assert set(census["profiler_s"]) == {"start", "stop", "judge"}
 
 
 def test_a_first_evaluation_loads_the_check_kernels_an_earlier_run_compiled(tmp_path):
@@ -446,7 +464,7 @@ def test_out_of_memory_that_another_process_caused_is_not_the_candidates(tmp_pat
         assert holder.stdout.readline().strip() == "held"
         proc = kbench(
             "run",
-            "hardware=h100",
+            HARDWARE,
             "suite=full",
             "suite.tasks=[sparse_attention_topk_gather_bf16]",
             "method=reference",
@@ -517,7 +535,7 @@ def test_a_hot_gpu_is_waited_for_until_it_cools(tmp_path):
         assert hot >= start + 10, f"90 s of matmuls took the GPU from {start} C to {hot} C only"
         limit = start + 5
         run = subprocess.Popen(
-            [sys.executable, "-m", "runner.cli", "run", "hardware=h100", f"hardware.max_temperature_c={limit}",
+            [sys.executable, "-m", "runner.cli", "run", HARDWARE, f"hardware.max_temperature_c={limit}",
              "hardware.cooldown_limit_s=150", "hardware.on_unhealthy=proceed", "suite=full", "suite.tasks=[gelu_tanh]",
              "method=reference", "tracking=off", "run.name=cool", *FAST_TIMING],
             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -154,3 +154,15 @@ def test_without_every_check_kernel_the_cache_is_not_marked(tmp_path, monkeypatc
     assert record["fused checks"].startswith("not done")
     assert not list(tmp_path.iterdir())
     assert not prewarm.checks_compiled_in_cache()
+
+
+def test_without_a_cuda_device_the_profiler_is_not_prewarmed(monkeypatch):
+    """``prewarm_profiler`` starts the CUDA profiler only where there is a CUDA device: elsewhere it says so."""
+    import torch
+
+    from runner.worker import prewarm
+
+    if torch.cuda.is_available():
+        pytest.skip("about a machine without a CUDA device")
+    monkeypatch.setattr(prewarm, "PREWARMED", {})
+    assert prewarm.prewarm_profiler() == {"profiler": "not done: no CUDA device"}

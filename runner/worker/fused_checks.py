@@ -16,7 +16,8 @@ returns the same bits every time; they may differ from ``torch.sum``'s last bits
 
 ``available(tensor)`` says where these apply: CUDA floating tensors (complex and integer outputs keep
 the PyTorch paths) in a process whose ``prepare()`` compiled the usual variants ahead of its job
-without touching the GPU (a spare's head start, ``prewarm.py``); elsewhere the PyTorch paths serve.
+and loaded them into its CUDA context, launching nothing (a spare's head start, ``prewarm.py``); elsewhere
+the PyTorch paths serve.
 
 The kernels are compiled into and loaded from their own directory, ``KBENCH_CHECKS_CACHE`` (set by the
 executors: ``checks/`` beside the run's compile caches for ``local``, the container's private ``/tmp`` for ``docker``),
@@ -26,7 +27,7 @@ evaluations of a run) could otherwise replace the kernels that judge the ones af
 Besides the output checks, this module owns what the per-call integrity checks' kernels
 (``fused_integrity.py``) share with them, so that both follow the same rules: ``kernels_module`` (the
 Triton kernels, or None without Triton), ``checks_cache`` (Triton's cache is the checks' own while a
-check kernel compiles or loads), ``warm_variants`` (the host-only compile of a ``prepare``) and
+check kernel compiles or loads), ``warm_variants`` (a ``prepare``'s compile and module loads, no launch) and
 ``failed_variants`` (the one verdict on whether a ``prepare`` compiled every variant).
 """
 
@@ -122,7 +123,8 @@ def squared_sums(value: torch.Tensor, reference: torch.Tensor) -> tuple[float, f
 
 
 def prepare() -> dict:
-    """Compile (or load from Triton's cache) the variants an evaluation usually needs, host only: the
+    """Compile (or load from Triton's cache) and load into the CUDA context, launching nothing, the variants
+    an evaluation usually needs: the
     comparison for each floating dtype, the float64 error of float32 and float64 values. Returns
     ``{variant: seconds}``; a variant that fails is recorded, never raised, and leaves this process on
     the PyTorch paths (``available`` is true only once every variant compiled)."""
@@ -156,20 +158,33 @@ def prepare() -> dict:
 
 
 def warm_variants(variants: list) -> dict:
-    """Compile (or load from the checks' own cache) each ``(name, kernel, args, options)`` host only, as its
-    calls will launch it (``args``: a torch dtype for a tensor, a value otherwise). Returns ``{name: seconds}``;
-    one that fails is recorded as not done, never raised."""
+    """Compile (or load from the checks' own cache) each ``(name, kernel, args, options)`` on the host, as its
+    calls will launch it (``args``: a torch dtype for a tensor, a value otherwise), and load its module into this
+    process's CUDA context where there is one (``load_into_context``; nothing is launched). Returns
+    ``{name: seconds}``; one that fails is recorded as not done, never raised."""
     done: dict = {}
     for name, kernel, args, options in variants:
         started = time.perf_counter()
         try:
             with checks_cache():
-                kernel.warmup(*args, **options, grid=(1,))
+                load_into_context(kernel.warmup(*args, **options, grid=(1,)))
         except Exception as exc:
             done[name] = f"not done: {type(exc).__name__}: {exc}"[:200]
             continue
         done[name] = round(time.perf_counter() - started, 4)
     return done
+
+
+def load_into_context(compiled) -> bool:
+    """Load a compiled kernel's module into this process's CUDA context now, where it has one: a module load
+    (the driver copies the code to the device), no launch. The job's first call of the kernel then only
+    launches it; loaded there, each check kernel's first call took about 0.01 s of a first shared phase, beside
+    the other evaluations' (prewarm.py). Returns whether it was loaded (a Triton without the step: not)."""
+    load = getattr(compiled, "_init_handles", None)
+    if load is None or not torch.cuda.is_initialized():
+        return False
+    load()
+    return True
 
 
 def compiled_marker(cache: str | None, capability: tuple[int, int]) -> Path | None:

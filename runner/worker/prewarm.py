@@ -10,9 +10,12 @@ seventh session). Every step here is host work: the patterns are traced under a 
 nothing is allocated on or launched to the GPU.
 
 The output checks' (``fused_checks.py``) and the per-call integrity checks' (``fused_integrity.py``):
-their Triton kernels compiled, or loaded from the checks' own cache, host only; the job then loads one
-small module per kernel on first call (about 0.01 s on the H100, against 0.3-0.5 s for PyTorch's ops
-the output checks would otherwise use).
+their Triton kernels compiled, or loaded from the checks' own cache, and their modules loaded into the
+spare's CUDA context (no launch), so the job's first call of each only launches it (a module load took
+about 0.01 s of the job's first shared phase on the H100; PyTorch's ops, which the output checks would
+otherwise use, 0.3-0.5 s). The CUDA profiler started and stopped once with nothing to record: its first
+start in a process (CUPTI's and Kineto's set-up) took 60 ms (median) of the kernel census inside the
+correctness stage (quick suite on an H200, BENCHMARKS.md, twenty-fifth session).
 
 Each step is timed and recorded; one that this torch does not have, or that fails, is recorded as
 not done, never an error. ``start_spare`` runs it all in a worker started ahead of its job (imports,
@@ -79,6 +82,7 @@ def start_spare(stdin) -> None:
     else:
         prewarm_compiler(torch.device("cuda", torch.cuda.current_device()))
         prewarm_checks()
+        prewarm_profiler()
 
 
 def spare_record() -> dict:
@@ -137,7 +141,7 @@ def prewarm_compiler(device: torch.device | None) -> dict:
 
 def prewarm_checks() -> dict:
     """Compile (or load from the checks' own Triton cache) the output checks' kernels and the integrity
-    checks', host only (``fused_checks.prepare``, ``fused_integrity.prepare``); each is recorded apart. Where both
+    checks', and load their modules (``fused_checks.prepare``, ``fused_integrity.prepare``); each is recorded apart. Where both
     are ready, the checks' cache is marked as holding them (``fused_checks.compiled_marker``)."""
     all_ready = True
     for step, prepare in (("fused checks", fused_checks.prepare), ("fused integrity checks", fused_integrity.prepare)):
@@ -151,6 +155,24 @@ def prewarm_checks() -> dict:
             marker.touch()
         except OSError as exc:  # a head start for later processes, never a precondition
             PREWARMED["checks cache marked"] = f"not done: {exc}"[:200]
+    return PREWARMED
+
+
+def prewarm_profiler() -> dict:
+    """Start and stop the CUDA profiler once, recording nothing, so the kernel census's start inside the job
+    (``kernel_census.py``) is not the process's first: that one sets up CUPTI and Kineto (60 ms, median, in a
+    quick suite on an H200). Recorded as ``profiler``; without a CUDA device, not done."""
+    if not torch.cuda.is_available():
+        PREWARMED["profiler"] = "not done: no CUDA device"
+        return PREWARMED
+
+    def start_and_stop():
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]):
+            pass
+
+    _step("profiler", start_and_stop)
     return PREWARMED
 
 
