@@ -178,7 +178,5 @@ def wrong_gpu(hardware: str, gpu_name: str | None, index: int, reading: dict) ->
 
 def _describes(path: Path, name: str) -> bool:
     """Whether the hardware file at ``path`` names a GPU that ``name`` (NVML's) is."""
-    from omegaconf import OmegaConf
-
     gpu_name = OmegaConf.load(path).get("gpu_name")
     return bool(gpu_name) and str(gpu_name).lower() in name.lower()

@@ -124,8 +124,8 @@ def squared_sums(value: torch.Tensor, reference: torch.Tensor) -> tuple[float, f
 
 def prepare() -> dict:
     """Compile (or load from Triton's cache) and load into the CUDA context, launching nothing, the variants
-    an evaluation usually needs: the
-    comparison for each floating dtype, the float64 error of float32 and float64 values. Returns
+    an evaluation usually needs: the comparison for each floating dtype, the float64 error of float32 and
+    float64 values. Returns
     ``{variant: seconds}``; a variant that fails is recorded, never raised, and leaves this process on
     the PyTorch paths (``available`` is true only once every variant compiled)."""
     kernels = kernels_module()

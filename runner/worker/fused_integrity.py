@@ -27,8 +27,8 @@ Same verdicts as the PyTorch paths, bit for bit:
 ``available(tensor)`` says where they apply: a CUDA tensor at a 16-byte aligned address (Triton
 specialises a pointer on that; the prepared variants assume it, so another address would compile in the
 job) in a process whose ``prepare()`` compiled every variant ahead of its job and loaded it, launching
-nothing (a spare's head start, ``prewarm.py``). Unprepared, the first call would pay Triton's start-up inside the job,
-more than PyTorch's ops cost (``fused_checks.py``); such a process, and any CPU run, keeps the PyTorch
+nothing (a spare's head start, ``prewarm.py``). Unprepared, the first call would pay Triton's start-up
+inside the job, more than PyTorch's ops cost (``fused_checks.py``); such a process, and any CPU run, keeps the PyTorch
 paths. Compiled into and loaded from the checks' own cache (``KBENCH_CHECKS_CACHE``), never the
 candidates' Triton cache, through what ``fused_checks`` owns for both kernel modules: ``kernels_module``,
 ``checks_cache``, ``warm_variants`` and ``failed_variants``.
@@ -107,8 +107,8 @@ def fill(block: torch.Tensor, value: float | bool | int) -> None:
 
 def prepare() -> dict:
     """Compile (or load from the checks' own cache) the differing-bytes count and the fill for each word
-    size, and load them into the CUDA context, launching nothing. Returns ``{variant: seconds}``; one that fails is recorded, never raised, and leaves
-    this process on the PyTorch paths (``available`` is true only once every variant compiled)."""
+    size, and load them into the CUDA context, launching nothing. Returns ``{variant: seconds}``; one that
+    fails is recorded, never raised, and leaves this process on the PyTorch paths (``available`` is true only once every variant compiled)."""
     kernels = kernels_module()
     if kernels is None or not torch.cuda.is_available():
         return {"not done": "no Triton or no CUDA device"}

@@ -13,9 +13,11 @@ The output checks' (``fused_checks.py``) and the per-call integrity checks' (``f
 their Triton kernels compiled, or loaded from the checks' own cache, and their modules loaded into the
 spare's CUDA context (no launch), so the job's first call of each only launches it (a module load took
 about 0.01 s of the job's first shared phase on the H100; PyTorch's ops, which the output checks would
-otherwise use, 0.3-0.5 s). The CUDA profiler started and stopped once with nothing to record: its first
-start in a process (CUPTI's and Kineto's set-up) took 60 ms (median) of the kernel census inside the
-correctness stage (quick suite on an H200, BENCHMARKS.md, twenty-fifth session).
+otherwise use, 0.3-0.5 s).
+
+The kernel census's (``kernel_census.py``): the CUDA profiler started and stopped once, recording nothing.
+Its first start in a process (CUPTI's and Kineto's set-up) took 60 ms (median) of the census inside the
+correctness stage; after the spare's, 1.6 ms (BENCHMARKS.md, twenty-fifth session).
 
 Each step is timed and recorded; one that this torch does not have, or that fails, is recorded as
 not done, never an error. ``start_spare`` runs it all in a worker started ahead of its job (imports,
@@ -141,8 +143,8 @@ def prewarm_compiler(device: torch.device | None) -> dict:
 
 def prewarm_checks() -> dict:
     """Compile (or load from the checks' own Triton cache) the output checks' kernels and the integrity
-    checks', and load their modules (``fused_checks.prepare``, ``fused_integrity.prepare``); each is recorded apart. Where both
-    are ready, the checks' cache is marked as holding them (``fused_checks.compiled_marker``)."""
+    checks', and load their modules (``fused_checks.prepare``, ``fused_integrity.prepare``); each is recorded
+    apart. Where both are ready, the checks' cache is marked as holding them (``fused_checks.compiled_marker``)."""
     all_ready = True
     for step, prepare in (("fused checks", fused_checks.prepare), ("fused integrity checks", fused_integrity.prepare)):
         started = time.perf_counter()
