@@ -6,8 +6,6 @@ Any mistake (unknown key, bad value, unknown group option, missing required valu
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
@@ -168,15 +166,19 @@ def wrong_gpu(hardware: str, gpu_name: str | None, index: int, reading: dict) ->
     name = str(reading.get("name") or "")
     if not gpu_name or gpu_name.lower() in name.lower():
         return None
-    fitting = [path.stem for path in sorted((CONF_DIR / "hardware").glob("*.yaml")) if _describes(path, name)]
-    instead = f"use hardware={fitting[0]}" if fitting else "write a hardware file for it"
+    fitting = hardware_for_gpu(name)
+    instead = f"use hardware={fitting}" if fitting else "write a hardware file for it"
     return (
         f"hardware={hardware} describes an {gpu_name} GPU, but GPU {index} is {name or 'of no known name'}: "
         f"{instead}, or set hardware.gpu_name=null to judge it by {hardware}'s peaks anyway"
     )
 
 
-def _describes(path: Path, name: str) -> bool:
-    """Whether the hardware file at ``path`` names a GPU that ``name`` (NVML's) is."""
-    gpu_name = OmegaConf.load(path).get("gpu_name")
-    return bool(gpu_name) and str(gpu_name).lower() in name.lower()
+def hardware_for_gpu(name: str) -> str | None:
+    """The first hardware file (``conf/hardware``, by name) whose ``gpu_name`` is part of ``name``, a GPU's name as
+    NVML or torch gives it; None where none describes it."""
+    for path in sorted((CONF_DIR / "hardware").glob("*.yaml")):
+        gpu_name = OmegaConf.load(path).get("gpu_name")
+        if gpu_name and str(gpu_name).lower() in name.lower():
+            return path.stem
+    return None

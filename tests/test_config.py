@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.configure import ConfigError, compose_config, to_settings, wrong_gpu
+from runner.configure import ConfigError, compose_config, hardware_for_gpu, to_settings, wrong_gpu
 from runner.paths import CONF_DIR
 from tests.conftest import kbench
 
@@ -119,6 +119,8 @@ def test_a_gpu_file_stops_a_run_on_another_gpu():
     other = wrong_gpu("h100", "H100", 1, {"name": "NVIDIA A100-SXM4-80GB"})
     assert "write a hardware file for it" in other and "hardware.gpu_name=null" in other, other
     assert wrong_gpu("h100", None, 0, {"name": "NVIDIA A100-SXM4-80GB"}) is None  # a file that names none: any GPU
+    assert hardware_for_gpu("NVIDIA H100 80GB HBM3") == "h100" and hardware_for_gpu("NVIDIA H200") == "h200"
+    assert hardware_for_gpu("NVIDIA A100-SXM4-80GB") is None and hardware_for_gpu("") is None
 
 
 def test_unknown_suite_task_is_one_line(tmp_path: Path):

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from runner.configure import hardware_for_gpu
 from runner.worker.device_token import token_windows
 from tests.adversarial.test_corpus import CASES, expected_verdict, run_corpus
 from tests.adversarial.test_kernel_cases import CASES as KERNEL_CASES
@@ -17,15 +18,16 @@ pytestmark = pytest.mark.gpu
 
 
 def _hardware_here() -> str:
-    """The hardware override for the GPU these tests run on: the H200's file on an H200, else the H100's (a run under
-    another GPU's file stops at its start, ``configure.wrong_gpu``)."""
+    """The hardware file of the GPU these tests run on (a run under another GPU's file stops at its start,
+    ``configure.wrong_gpu``); the H100's where none describes it, or where there is no GPU."""
     import torch
 
     name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else ""
-    return "hardware=h200" if "H200" in name else "hardware=h100"
+    return hardware_for_gpu(name) or "h100"
 
 
-HARDWARE = _hardware_here()
+HARDWARE_FILE = _hardware_here()
+HARDWARE = f"hardware={HARDWARE_FILE}"
 
 
 def _reference_results(tmp_path, name: str, tasks: str, *overrides: str) -> list[dict]:
@@ -231,8 +233,9 @@ def test_unjoined_stream_work_graphs_clocks_and_roofline(tmp_path):
 
 
 def test_calibrate_measures_bandwidth_and_matmul(tmp_path):
-    hardware = HARDWARE.split("=")[1]
-    proc = kbench("doctor", "--calibrate", "--hardware", hardware, "--json", str(tmp_path / "cal.json"), cwd=tmp_path)
+    proc = kbench(
+        "doctor", "--calibrate", "--hardware", HARDWARE_FILE, "--json", str(tmp_path / "cal.json"), cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     cal = json.loads((tmp_path / "cal.json").read_text())["calibration"]
     assert 0.5 < cal["bandwidth"]["fraction_of_peak"] < 1.05
