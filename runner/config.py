@@ -134,6 +134,11 @@ class ExecutorConfig:
     # correctness calls and checks wait for it) or `measurements` (only other measurements and the
     # compile warm-up; the rest runs beside it). runner/worker/device_token.py says what that costs.
     measurement_isolation: MeasurementIsolation = MeasurementIsolation.device
+    # Whether a worker on a GPU loads its reference's kernels before its first shared phase, by capturing the
+    # reference's calls into a CUDA graph it never launches: no device work, so off the device's token, while
+    # the measurements queued before it run (runner/worker/preload.py). Alone, six suite tasks' reference stage fell
+    # from 0.147 to 0.012 s (median, H100); off until a full pass has measured what it does to the cohorts' gaps.
+    preload_kernels: bool = False
     compile_threads: int = 1
     # Whether a spare makes its CUDA context holding the device's token (shared), so never while a
     # measurement runs. Batches beside a context were slowed 1.5-3x as often as others, but holding the

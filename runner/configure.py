@@ -23,6 +23,7 @@ VOLATILE_KEYS = (
     ("executor", "start"),
     ("executor", "in_flight"),
     ("executor", "admit_free_gib"),
+    ("executor", "preload_kernels"),
     ("executor", "compile_cache_dir"),
     ("executor", "warmup_workers"),
     ("executor", "compile_threads"),
@@ -147,6 +148,7 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         in_flight=cfg.executor.in_flight,
         admit_free_gib=cfg.executor.admit_free_gib,
         measurement_isolation=cfg.executor.measurement_isolation.value,
+        preload_kernels=cfg.executor.preload_kernels,
         on_unhealthy=cfg.hardware.on_unhealthy.value,
         cooldown_limit_s=cfg.hardware.cooldown_limit_s,
         peaks=(

@@ -100,6 +100,8 @@ class RunSettings:
     on_unhealthy: str = "proceed"  # the health gate still failing after cooldown: "proceed" (recorded) or "fail"
     cooldown_limit_s: float = 120.0
     measurement_isolation: str = ISOLATE_DEVICE  # what a measurement excludes (runner/worker/device_token.py)
+    # The reference's kernels loaded before the first shared phase (runner/worker/preload.py).
+    preload_kernels: bool = False
     admit_free_gib: float = 16.0  # an evaluation starts on a GPU with this much free (runner/gpu/memory_admission.py)
     timed_shape_trials: int | None = None  # correctness trials at the timed shape where it is checked (None: trials)
     gpu_name: str | None = None  # part of the NVML name of the GPU the hardware file describes (None: any)
@@ -237,6 +239,7 @@ class Orchestrator:
             "integrity_policy": s.methods[evaluation.method]["integrity_policy"],
             "threads": s.cpu_threads,
             "measurement_isolation": s.measurement_isolation,
+            "preload_kernels": s.preload_kernels,
             "meta": self._job_meta(evaluation),
         }
         write_json_atomic(job_dir / JOB_FILE, job)

@@ -69,6 +69,71 @@ def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
         assert result["environment"]["gpu_before"]["uuid"].startswith("GPU-")
 
 
+def test_preloading_a_references_kernels_launches_nothing_and_changes_no_value(tmp_path):
+    """The preload captures the reference's calls and never launches them: the CUDA profiler sees only the
+    random generator's two one-element fills per capture; a module whose forward reads a value back cannot be
+    captured, and says so; before and after both, the seeded inputs and the outputs are bit for bit the same (a
+    failed capture leaves the random generator and the allocator as they were)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from runner.paths import TASKS_DIR
+    from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
+    from runner.worker.preload import preload_reference_kernels
+
+    device = torch.device("cuda", 0)
+    task_file = TASKS_DIR / "activation" / "elu_feature_map_linear_attn_fp32.py"
+    module = import_file(task_file, "kbench_preload_test")
+    shapes = {name: module.KBENCH["shapes"][name] for name in ("small", "perf")}
+
+    def values():
+        inputs = make_inputs(module, shapes["small"], device, 7)
+        outputs = as_output_list(build_model(module.Model, module, shapes["small"], device, 3)(*inputs))
+        return [x.clone() for x in inputs + outputs]
+
+    before = values()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as profiled:
+        record = preload_reference_kernels(task_file, shapes, device)
+    assert record["shapes"] == {"small": "loaded", "perf": "loaded"}, record
+    launched = [event.name for event in profiled.events() if event.device_type.name == "CUDA"]
+    assert len(launched) <= 2 * len(shapes) and all("FillFunctor<long>" in name for name in launched), launched[:10]
+
+    reads = tmp_path / "reads_back.py"
+    reads.write_text(
+        "import torch\n\n"
+        "class Model(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x * float(x.sum().item())\n\n"
+        "def get_inputs(n):\n    return [torch.randn(n)]\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    refused = preload_reference_kernels(reads, {"small": {"n": 64}}, device)
+    assert refused["shapes"]["small"].startswith("not done: "), refused
+    after = values()
+    assert all(torch.equal(a, b) for a, b in zip(before, after))
+    torch.cuda.synchronize()  # and no error was left behind for the next call to find
+
+
+def test_a_run_that_preloads_kernels_keeps_every_verdict(tmp_path):
+    """``executor.preload_kernels=true`` over a task whose capture fails (``torch.linalg.solve`` reads its error
+    flags back) and one whose capture loads: both correct. The first version left the random generator marked
+    as capturing after the failed capture, and the reference's next ``torch.randn`` ended batched_solve
+    ``infra_error`` (twenty-sixth session)."""
+    results = _reference_results(
+        tmp_path,
+        "preload",
+        "batched_solve_small_fp32,elu_feature_map_linear_attn_fp32",
+        "executor.preload_kernels=true",
+    )
+    by_task = {result["task_id"]: result for result in results}
+    assert {result["verdict"]["status"] for result in results} == {"correct"}, [r["verdict"] for r in results]
+    solve = by_task["batched_solve_small_fp32"]["environment"]["preloaded_kernels"]["shapes"]
+    assert any(status.startswith("not done: ") for status in solve.values()), solve
+    loaded = by_task["elu_feature_map_linear_attn_fp32"]["environment"]["preloaded_kernels"]["shapes"]
+    assert loaded == {"small": "loaded", "perf": "loaded"}, loaded
+
+
 def test_validator_measures_perf_shapes_on_gpu(tmp_path):
     proc = kbench(
         "tasks", "validate", "--suite", "smoke", "--device", "cuda", "--json", str(tmp_path / "v.json"), cwd=tmp_path
@@ -385,13 +450,19 @@ def test_reference_through_forked_and_fresh_workers_on_the_gpu(tmp_path):
             made, ready = result["environment"]["spare_cuda_context"]
             assert made <= ready <= result["started_at"]
         # The first evaluation's worker was started with its job waiting: the job went first, no pre-warm.
-        first, second = sorted(results, key=lambda result: result["started_at"])
+        first = min(results, key=lambda result: result["started_at"])
         assert first["environment"]["spare_prewarm_s"].get("skipped") == "its job was waiting"
-        # The second's spare pre-warmed, the profiler's first start among it; its job's census still saw the call.
-        assert isinstance(second["environment"]["spare_prewarm_s"]["profiler"], float), second["environment"]
-        census = second["integrity"]["kernel_census"]
-        assert census["instrument"] == "cuda_profiler" and census["library"], census
-        assert set(census["profiler_s"]) == {"start", "stop", "judge"}
+        # A spare that pre-warmed did so with the profiler's first start among it. With one evaluation in flight
+        # the second job can still find its spare's job waiting (so on the H100, twenty-sixth session); in a
+        # full pass 215 of 222 spares pre-warmed (twenty-fifth session).
+        for result in results:
+            prewarmed = result["environment"]["spare_prewarm_s"]
+            if "skipped" not in prewarmed:
+                assert isinstance(prewarmed.get("profiler"), float), prewarmed
+            # Every job's census still saw the call, and says what the profiler cost.
+            census = result["integrity"]["kernel_census"]
+            assert census["instrument"] == "cuda_profiler" and census["library"], census
+            assert set(census["profiler_s"]) == {"start", "stop", "judge"}
 
 
 def test_a_first_evaluation_loads_the_check_kernels_an_earlier_run_compiled(tmp_path):

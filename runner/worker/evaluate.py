@@ -49,6 +49,7 @@ from runner.worker.loading import as_output_list, build_model, import_file, make
 from runner.worker.memory import causes, others_took_it, out_of_memory
 from runner.worker.placements import TimedSide, timing_inputs, weight_copies
 from runner.worker.precision import float64_references
+from runner.worker.preload import preload_reference_kernels
 from runner.worker.prewarm import spare_record, start_spare
 from runner.worker.protocol import (
     CANDIDATE_FILE,
@@ -162,6 +163,11 @@ def evaluate(job: dict, job_dir: Path) -> Result:
         isolation = job.get("measurement_isolation", ISOLATE_DEVICE)
         held_back: dict[Path, object] = {}  # files written once the token is let go (host work holds no device)
         try:
+            if job.get("preload_kernels") and device.type == "cuda":
+                # Before the first shared phase, while the measurements queued ahead run: the reference's calls
+                # captured, not run (runner/worker/preload.py).
+                shapes = {name: job["task"]["shapes"][name] for name in job["check_shapes"]}
+                result.environment["preloaded_kernels"] = preload_reference_kernels(job_dir / TASK_FILE, shapes, device)
             with DeviceToken(os.environ.get(TOKEN_ENV), record, isolation) as token, torch.no_grad():
                 token.hold(SHARED)
                 _run(job, job_dir, device, result, clock, screened, token, held_back, cost)

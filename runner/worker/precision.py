@@ -86,7 +86,7 @@ MAX_TIMED_FLOAT64_ELEMENTS = 1 << 28
 _CHUNK = 1 << 24
 
 
-class _Unavailable(Exception):
+class Float64Unavailable(Exception):
     """The float64 reference cannot be had for a shape; the message says why."""
 
 
@@ -174,7 +174,7 @@ class PrecisionCheck:
             answers, strict32 = _float64_answer(module, dims, device, seed, inputs, outputs32, budget)
             errors = _reference_errors(outputs32, answers)
             strict = _reference_errors(strict32, answers) if strict32 is not None else [None] * len(errors)
-        except _Unavailable as exc:
+        except Float64Unavailable as exc:
             self.record["shapes"][key] = {"not_available": str(exc)}
             return
         except Exception as exc:  # an op without float64 support is no failure of the candidate's
@@ -192,7 +192,7 @@ class PrecisionCheck:
         """Prepare the last timed call (its input set, the fp32 reference's outputs on it) for ``judge(key, ...)``.
 
         Nothing where the layer does not apply (outputs not all float32)."""
-        if self.record["status"] == "not_applicable" or _not_applicable(outputs32):
+        if self.record["status"] == "not_applicable" or not_applicable(outputs32):
             return
         self.prepare(key, module, dims, device, seed, inputs, outputs32, MAX_TIMED_FLOAT64_ELEMENTS)
 
@@ -255,7 +255,7 @@ def float64_references(
     Runs in the reference stage, before the candidate is imported.
     """
     for shape_name in shapes:
-        why = _not_applicable(expected[(shape_name, 0)])
+        why = not_applicable(expected[(shape_name, 0)])
         if why:
             return PrecisionCheck({"status": "not_applicable", "why": why})
     check = PrecisionCheck(
@@ -269,7 +269,8 @@ def float64_references(
     return check
 
 
-def _not_applicable(outputs: list) -> str:
+def not_applicable(outputs: list) -> str:
+    """Why the float64 layer does not apply to a reference with these outputs ("": it applies)."""
     floating = [x.dtype for x in outputs if isinstance(x, torch.Tensor) and x.is_floating_point()]
     if not floating:
         return "the reference has no floating-point outputs"
@@ -283,20 +284,28 @@ def _float64_answer(
     module: ModuleType, dims: dict, device: torch.device, seed: int, inputs: list, outputs32: list, budget: int
 ):
     model = build_model(module.Model, module, dims, device, seed)
+    answers, strict32 = float64_calls(model, inputs, outputs32, device, budget)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)  # a float64 kernel's failure is reported here, not in the candidate's stage
+    return answers, strict32
+
+
+def float64_calls(model, inputs: list, outputs32: list, device: torch.device, budget: int = MAX_FLOAT64_ELEMENTS):
+    """The reference's calls behind its float64 answer, queued, nothing read back: the fp32 call with TF32 off
+    (None on a CPU), then ``model`` converted to float64 in place and called on the float32 inputs cast.
+    ``Float64Unavailable`` where the model is no ``nn.Module`` or its tensors exceed ``budget`` elements. Also what
+    ``preload.py`` captures, so the kernels it loads ahead are the ones called here."""
     if not isinstance(model, torch.nn.Module):
-        raise _Unavailable("the reference model is not an nn.Module, so it cannot be converted to float64")
+        raise Float64Unavailable("the reference model is not an nn.Module, so it cannot be converted to float64")
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)] + list(model.parameters()) + list(model.buffers())
     tensors += [x for x in outputs32 if isinstance(x, torch.Tensor)]
     size = sum(x.numel() for x in tensors if x.is_floating_point())
     if size > budget:
-        raise _Unavailable(f"{size} floating-point elements, more than the float64 budget of {budget}")
+        raise Float64Unavailable(f"{size} floating-point elements, more than the float64 budget of {budget}")
     strict32 = _strict_fp32_outputs(model, inputs, device)
     model = model.double()
     inputs = [x.double() if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else x for x in inputs]
-    answers = as_output_list(model(*inputs))
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)  # a float64 kernel's failure is reported here, not in the candidate's stage
-    return answers, strict32
+    return as_output_list(model(*inputs)), strict32
 
 
 def _strict_fp32_outputs(model, inputs: list, device: torch.device) -> list | None:
@@ -319,7 +328,9 @@ def _strict_fp32_outputs(model, inputs: list, device: torch.device) -> list | No
 def _reference_errors(outputs32: list, answers: list) -> list:
     """The fp32 reference's relative error per output (None: not compared)."""
     if len(answers) != len(outputs32):
-        raise _Unavailable(f"the float64 reference returned {len(answers)} outputs, the fp32 one {len(outputs32)}")
+        raise Float64Unavailable(
+            f"the float64 reference returned {len(answers)} outputs, the fp32 one {len(outputs32)}"
+        )
     errors: list = []
     for index, (ref32, ref64) in enumerate(zip(outputs32, answers)):
         if not (isinstance(ref32, torch.Tensor) and ref32.is_floating_point()):
@@ -327,11 +338,11 @@ def _reference_errors(outputs32: list, answers: list) -> list:
             continue
         if not isinstance(ref64, torch.Tensor) or ref64.dtype != torch.float64 or ref64.shape != ref32.shape:
             got = f"{ref64.dtype} {tuple(ref64.shape)}" if isinstance(ref64, torch.Tensor) else type(ref64).__name__
-            raise _Unavailable(
+            raise Float64Unavailable(
                 f"output {index} of the float64 reference is {got}, not float64 {tuple(ref32.shape)}: "
                 "the reference casts to a fixed dtype"
             )
         errors.append(relative_error(ref32, ref64))  # None where the answer is all zeros
     if all(error is None for error in errors):
-        raise _Unavailable("every floating-point output of the float64 reference is zero")
+        raise Float64Unavailable("every floating-point output of the float64 reference is zero")
     return errors

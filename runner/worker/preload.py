@@ -1,0 +1,121 @@
+"""The reference's kernels loaded into the worker's CUDA context before its first shared phase, none of them run.
+
+CUDA loads a kernel's code into a process's context at the kernel's first use (lazy loading, torch's default):
+about 20 ms for each first elementwise kernel and 0.1 s for a first linear layer (cuBLAS) on the H100, host and
+driver work that barely contends with other processes (BENCHMARKS.md, nineteenth and twenty-sixth sessions).
+Inside an evaluation's first shared phase that is time every other member of its cohort waits for: a cohort's
+gap between two measurements lasts as long as its slowest member (twenty-second session).
+
+A worker that has its job waits at the ready gate (``device_token.py``) until the measurements queued before
+it are done. Meanwhile ``preload_reference_kernels`` captures the reference's construction, inputs and forward
+at every checked shape, and the float64 layer's calls (``precision.float64_calls``), into a CUDA graph that
+is thrown away without being launched: capturing a launch makes CUDA load the kernel and runs nothing of it
+on the GPU, so it needs no device token (as ``fused_checks.load_into_context`` for the check kernels). What
+does run: each capture's start fills two one-element tensors, torch's bookkeeping of the random generator
+under a graph (seen by the CUDA profiler on the H100), tiny beside what a spare's CUDA context does off the
+token. The task's own file is run, never the candidate's; no value comes out of the capture, and the reference
+stage that follows computes everything again from its seeds. On the H100, six suite tasks alone: that stage
+0.147 s (median) without, 0.012 s after a 0.123 s preload, every input and output identical. On by
+``executor.preload_kernels``; off by default until a full pass has measured it.
+
+A shape whose calls cannot be captured (a host read, a copy from pageable memory) is recorded as not done,
+with the error; its kernels load at their first use as before. Without CUDA nothing is done.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from runner.worker.loading import as_output_list, call_with_dims, import_file
+from runner.worker.precision import Float64Unavailable, float64_calls, not_applicable
+
+_MODULE_NAME = "kbench_task_preload"
+
+
+def preload_reference_kernels(task_file: Path, shapes: dict, device: torch.device) -> dict:
+    """Capture, never launch, the reference's calls at each of ``shapes`` ({name: dims}); the record: seconds
+    taken and, per shape, ``"loaded"`` or why not."""
+    if device.type != "cuda":
+        return {"not done": "no CUDA device"}
+    started = time.perf_counter()
+    record: dict = {"shapes": {}}
+    try:
+        module = import_file(task_file, _MODULE_NAME)
+    except Exception as exc:  # the reference stage imports it again and reports the failure there
+        return {"not done": _why(exc), "seconds": round(time.perf_counter() - started, 4)}
+    try:
+        stream = torch.cuda.Stream(device)
+        with torch.cuda.stream(stream):
+            # The BLAS handle's workspace for this stream, allocated now: inside a capture it would come from the
+            # graph's pool, which is released below while the handle still points at it.
+            torch.cuda.current_blas_handle()
+        with torch.no_grad():
+            for name, dims in shapes.items():
+                record["shapes"][name] = _capture(
+                    lambda dims=dims: _reference_calls(module, dims, device), stream, device
+                )
+    finally:
+        sys.modules.pop(_MODULE_NAME, None)
+        # The graphs' pools are released; their blocks go back to the device, not left reserved while this
+        # evaluation waits (the others in flight may need them).
+        torch.cuda.empty_cache()
+    record["seconds"] = round(time.perf_counter() - started, 4)
+    return record
+
+
+def _reference_calls(module, dims: dict, device: torch.device) -> None:
+    """What the reference stage calls at one shape: the model built, inputs made, the forward; where its outputs
+    are all float32, the float64 layer's calls too. Not seeded: seeding is no capturable call, and the values
+    are never used."""
+    with torch.device(device):
+        model = module.Model(*call_with_dims(module.get_init_inputs, dims))
+        inputs = call_with_dims(module.get_inputs, dims)
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device).eval()
+    outputs = as_output_list(model(*inputs))
+    if isinstance(model, torch.nn.Module) and not not_applicable(outputs):
+        try:
+            float64_calls(model, inputs, outputs, device)
+        except Float64Unavailable:  # over the budget: not called in the reference stage either
+            pass
+
+
+def _capture(calls, stream, device: torch.device) -> str:
+    """Run ``calls`` under a stream capture in relaxed mode and throw the graph away; ``"loaded"``, or why not.
+
+    The capture registers the device's default random generator with the graph, and a capture that fails
+    leaves the generator's state marked as capturing: the next ``torch.randn`` outside any capture raised
+    "Offset increment outside graph capture encountered unexpectedly" (batched_solve_small_fp32, whose
+    ``torch.linalg.solve`` reads its error flags back, on the H100, twenty-sixth session). So the capture gets a
+    clone of the generator's state, and the run's own state is put back after it, whatever happened."""
+    generator = torch.cuda.default_generators[device.index or 0]
+    own_state = generator.graphsafe_get_state()
+    generator.graphsafe_set_state(generator.clone_state())
+    graph = torch.cuda.CUDAGraph()
+    pool = torch.cuda.graph_pool_handle()
+    failed = None
+    try:
+        with torch.cuda.stream(stream):
+            graph.capture_begin(pool=pool, capture_error_mode="relaxed")
+            try:
+                calls()
+            except Exception as exc:
+                failed = _why(exc)
+            try:
+                graph.capture_end()
+            except Exception as exc:  # the capture was invalidated: its allocations stop going to the pool
+                failed = failed or _why(exc)
+                torch._C._cuda_endAllocateToPool(device.index or 0, pool)
+                torch._C._cuda_releasePool(device.index or 0, pool)
+    finally:
+        generator.graphsafe_set_state(own_state)
+        del graph
+    return f"not done: {failed}" if failed else "loaded"
+
+
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
