@@ -69,7 +69,7 @@ def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
         assert result["environment"]["gpu_before"]["uuid"].startswith("GPU-")
 
 
-def test_preloading_a_references_kernels_launches_nothing_and_changes_no_value(tmp_path):
+def test_preloading_a_references_kernels_runs_only_the_generators_fills_and_changes_no_value(tmp_path):
     """The preload captures the reference's calls and never launches them: the CUDA profiler sees only the
     random generator's two one-element fills per capture; a module whose forward reads a value back cannot be
     captured, and says so; before and after both, the seeded inputs and the outputs are bit for bit the same (a

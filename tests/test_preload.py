@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
 from runner.configure import compose_config, hashed_yaml, to_settings
@@ -47,9 +48,5 @@ def test_the_float64_calls_are_the_precision_layers():
     answers, strict32 = float64_calls(model, inputs, outputs32, torch.device("cpu"))
     assert answers[0].dtype == torch.float64 and strict32 is None  # no TF32-off call on a CPU
     assert torch.allclose(answers[0].float(), outputs32[0], atol=1e-6)
-    try:
+    with pytest.raises(Float64Unavailable, match="budget of 10"):
         float64_calls(torch.nn.Linear(4, 3), inputs, outputs32, torch.device("cpu"), budget=10)
-    except Float64Unavailable as exc:
-        assert "budget of 10" in str(exc)
-    else:
-        raise AssertionError("over the budget, the float64 calls were made")
