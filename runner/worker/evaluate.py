@@ -166,8 +166,9 @@ def evaluate(job: dict, job_dir: Path) -> Result:
             if job.get("preload_kernels") and device.type == "cuda":
                 # Before the first shared phase, while the measurements queued ahead run: the reference's calls
                 # captured, not run (runner/worker/preload.py).
-                shapes = {name: job["task"]["shapes"][name] for name in job["check_shapes"]}
-                result.environment["preloaded_kernels"] = preload_reference_kernels(job_dir / TASK_FILE, shapes, device)
+                result.environment["preloaded_kernels"] = preload_reference_kernels(
+                    job_dir / TASK_FILE, _checked_shapes(job), device
+                )
             with DeviceToken(os.environ.get(TOKEN_ENV), record, isolation) as token, torch.no_grad():
                 token.hold(SHARED)
                 _run(job, job_dir, device, result, clock, screened, token, held_back, cost)
@@ -225,7 +226,7 @@ def _run(
 ) -> None:
     task = job["task"]
     seed = int(job["seed"])
-    shapes = {name: task["shapes"][name] for name in job["check_shapes"]}
+    shapes = _checked_shapes(job)
     trials_of = _trials_per_shape(job)
     tolerance = task.get("tolerance")
 
@@ -506,6 +507,11 @@ def _check_timed_output(expected, outputs, what: str, index: int, tolerance) -> 
     if not comparison.ok:
         message = f"{what} (input set {index}) is wrong: {comparison.reason}"
         raise _Stop(Verdict("integrity_violation", "timed_output_mismatch", message, "timing"))
+
+
+def _checked_shapes(job: dict) -> dict[str, dict]:
+    """The shapes checked for correctness, by name: their dimensions."""
+    return {name: job["task"]["shapes"][name] for name in job["check_shapes"]}
 
 
 def _trials_per_shape(job: dict) -> dict[str, int]:

@@ -39,21 +39,25 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def make_inputs(module: ModuleType, dims: dict[str, int], device: torch.device, seed: int) -> list:
-    """The task's inputs for one shape, made on ``device`` from ``seed``."""
-    seed_everything(seed)
+def make_inputs(module: ModuleType, dims: dict[str, int], device: torch.device, seed: int | None) -> list:
+    """The task's inputs for one shape, made on ``device`` from ``seed`` (None: the generator left as it is, for
+    calls captured and never run, ``preload.py``)."""
+    if seed is not None:
+        seed_everything(seed)
     with torch.device(device):
         inputs = call_with_dims(module.get_inputs, dims)
     return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
-def build_model(model_class, module: ModuleType, dims: dict[str, int], device: torch.device, seed: int):
+def build_model(model_class, module: ModuleType, dims: dict[str, int], device: torch.device, seed: int | None):
     """Construct ``model_class`` from the task's init inputs after seeding, on ``device``.
 
-    Reference and candidate are built from the same seed so that their parameters match.
+    Reference and candidate are built from the same seed so that their parameters match. None: not seeded (a
+    capture that is never run, ``preload.py``: seeding is no capturable call).
     """
     init_inputs = call_with_dims(module.get_init_inputs, dims)
-    seed_everything(seed)
+    if seed is not None:
+        seed_everything(seed)
     with torch.device(device):
         model = model_class(*init_inputs)
     if isinstance(model, torch.nn.Module):

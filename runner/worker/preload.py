@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from runner.worker.loading import as_output_list, call_with_dims, import_file
+from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
 from runner.worker.precision import Float64Unavailable, float64_calls, not_applicable
 
 _MODULE_NAME = "kbench_task_preload"
@@ -68,14 +68,11 @@ def preload_reference_kernels(task_file: Path, shapes: dict, device: torch.devic
 
 
 def _reference_calls(module, dims: dict, device: torch.device) -> None:
-    """What the reference stage calls at one shape: the model built, inputs made, the forward; where its outputs
-    are all float32, the float64 layer's calls too. Not seeded: seeding is no capturable call, and the values
-    are never used."""
-    with torch.device(device):
-        model = module.Model(*call_with_dims(module.get_init_inputs, dims))
-        inputs = call_with_dims(module.get_inputs, dims)
-    if isinstance(model, torch.nn.Module):
-        model = model.to(device).eval()
+    """What the reference stage calls at one shape, through the same functions: the model built, inputs made, the
+    forward; where its outputs are all float32, the float64 layer's calls too. Not seeded: seeding is no
+    capturable call, and the values are never used."""
+    model = build_model(module.Model, module, dims, device, None)
+    inputs = make_inputs(module, dims, device, None)
     outputs = as_output_list(model(*inputs))
     if isinstance(model, torch.nn.Module) and not not_applicable(outputs):
         try:
@@ -118,4 +115,4 @@ def _capture(calls, stream, device: torch.device) -> str:
 
 
 def _why(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
