@@ -16,12 +16,13 @@ from runner.worker.preload import preload_reference_kernels
 from tests.conftest import one_task_reference_run
 
 
-def test_the_setting_is_off_by_default_and_not_part_of_the_configurations_identity():
-    default = compose_config(["experiment=h100_fullsuite"])
-    on = compose_config(["experiment=h100_fullsuite", "executor.preload_kernels=true"])
-    assert to_settings(default).preload_kernels is False and to_settings(on).preload_kernels is True
-    # How a run is driven, not what it measures: a run cut off with it off resumes with it on.
-    assert hashed_yaml(default) == hashed_yaml(on)
+def test_the_setting_is_off_by_default_on_in_h100_fullsuite_and_not_part_of_the_configurations_identity():
+    assert to_settings(compose_config([])).preload_kernels is False
+    on = compose_config(["experiment=h100_fullsuite"])
+    off = compose_config(["experiment=h100_fullsuite", "executor.preload_kernels=false"])
+    assert to_settings(on).preload_kernels is True and to_settings(off).preload_kernels is False
+    # How a run is driven, not what it measures: a run cut off with it on resumes with it off.
+    assert hashed_yaml(on) == hashed_yaml(off)
 
 
 def test_the_run_writes_the_setting_into_each_job_and_a_cpu_worker_captures_nothing(tmp_path: Path):
