@@ -195,11 +195,11 @@ def test_a_result_without_a_token_record_is_no_lane_of_its_own(two_passes, tmp_p
     assert figures["duty_pct"] == pytest.approx(100 * figures["measured_s"] / figures["wall_s"])
 
 
-def test_disturbed_batches_are_found_and_checked_against_other_workers_device_work(two_passes, tmp_path: Path):
-    """One batch planted 50% slow on the reference side, and another worker's CUDA context made while it
-    ran: the batch is the one disturbed, and the one batch near a context. Every sample else is made equal,
-    and the exits are moved away, so nothing of the CPU's own timing decides the counts."""
-    run, paths = _copy_of(two_passes[0], tmp_path)
+def _one_slow_batch(run_dir: Path, tmp_path: Path, plant) -> tuple[Path, list[Path], list[dict], list[dict]]:
+    """A copy of ``run_dir`` whose first evaluation's second batch is 50% slow on the reference side, every
+    sample else equal and the exits moved away (nothing of the CPU's own timing decides the counts);
+    ``plant(results, raws)`` adds the events before the files are written."""
+    run, paths = _copy_of(run_dir, tmp_path)
     results = [json.loads(path.read_text()) for path in paths]
     samples_paths = [path.with_name("samples.json") for path in paths]
     raws = [json.loads(path.read_text()) for path in samples_paths]
@@ -209,11 +209,22 @@ def test_disturbed_batches_are_found_and_checked_against_other_workers_device_wo
             raw[side] = [1.0] * len(raw[side])
     size = len(raws[0]["reference"]) // len(raws[0]["batch_window"])
     raws[0]["reference"][size : 2 * size] = [1.5] * size
-    results[1]["environment"]["spare_cuda_context"] = raws[0]["batch_window"][1]
     for result in results:
         result["finished_at"] += 1e6
+    plant(results, raws)
     for path, value in [*zip(paths, results), *zip(samples_paths, raws)]:
         path.write_text(json.dumps(value))
+    return run, paths, results, raws
+
+
+def test_disturbed_batches_are_found_and_checked_against_other_workers_device_work(two_passes, tmp_path: Path):
+    """One batch planted 50% slow on the reference side, and another worker's CUDA context made while it
+    ran: the batch is the one disturbed, and the one batch near a context."""
+
+    def context_during_the_slow_batch(results, raws):
+        results[1]["environment"]["spare_cuda_context"] = raws[0]["batch_window"][1]
+
+    run, paths, results, raws = _one_slow_batch(two_passes[0], tmp_path, context_during_the_slow_batch)
     found = disturbances(run)
     assert found["batches"] == sum(len(raw["batch_window"]) for raw in raws)
     assert found["disturbed"] == 1 and found["near_none"] == 0
@@ -233,6 +244,25 @@ def test_disturbed_batches_are_found_and_checked_against_other_workers_device_wo
     paths[0].write_text(json.dumps(results[0]))
     paths[1].write_text(json.dumps(results[1]))
     assert disturbances(run)["near"]["cuda_context"]["all"] == 0
+
+
+def test_a_batch_during_another_workers_preload_is_counted_near_it(two_passes, tmp_path: Path):
+    """Another worker capturing its reference's calls (``environment.preloaded_kernels.window``) while the slow
+    batch ran: that batch is near a preload, and no other batch is."""
+
+    def preload_during_the_slow_batch(results, raws):
+        results[1]["environment"]["preloaded_kernels"] = {
+            "shapes": {"small": "loaded"},
+            "seconds": 0.1,
+            "window": raws[0]["batch_window"][1],
+        }
+
+    run, *_ = _one_slow_batch(two_passes[0], tmp_path, preload_during_the_slow_batch)
+    found = disturbances(run)
+    assert found["disturbed"] == 1 and found["near_none"] == 0
+    assert found["largest"][0]["near"] == ["preload"]
+    assert (found["near"]["preload"]["all"], found["near"]["preload"]["disturbed"]) == (1, 1)
+    assert found["near"]["cuda_context"]["all"] == 0
 
 
 def test_slot_parts_add_up_to_each_slots_time(two_passes, tmp_path: Path):

@@ -96,6 +96,7 @@ def test_preloading_a_references_kernels_runs_only_the_generators_fills_and_chan
     with profile(activities=[ProfilerActivity.CUDA]) as profiled:
         record = preload_reference_kernels(task_file, shapes, device)
     assert record["shapes"] == {"small": "loaded", "perf": "loaded"}, record
+    assert record["window"][0] <= record["window"][1] and record["seconds"] >= 0
     launched = [event.name for event in profiled.events() if event.device_type.name == "CUDA"]
     assert len(launched) <= 2 * len(shapes) and all("FillFunctor<long>" in name for name in launched), launched[:10]
 

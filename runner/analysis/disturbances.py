@@ -7,7 +7,9 @@ but it moves a placement's speedup and the noise estimates (BENCHMARKS.md, twelf
 they come from matters. The candidates checked are the device work that the device token does not
 order: another worker making its CUDA context (a spare, ``environment.spare_cuda_context``) and a
 finished worker's exit, when the driver tears its context down and frees its memory (from its
-``finished_at`` for ``EXIT_WINDOW_S``). Every batch is checked the same way, so the share of disturbed
+``finished_at`` for ``EXIT_WINDOW_S``), and a worker loading its reference's kernels by capturing its calls
+(``environment.preloaded_kernels.window``, ``runner/worker/preload.py``: allocations and two one-element fills
+per capture). Every batch is checked the same way, so the share of disturbed
 batches that overlap such an event can be held against the share of all batches that do (chance).
 The timing loop records each batch's window (``batch_window`` in ``samples.json``, from the twelfth
 session on); a run without them gives no batches.
@@ -40,7 +42,10 @@ def disturbances(run_dir: Path) -> dict:
             events.append(("cuda_context", result.eval_id, window[0], window[1]))
         if result.finished_at:
             events.append(("worker_exit", result.eval_id, result.finished_at, result.finished_at + EXIT_WINDOW_S))
-    counts = {kind: {"all": 0, "disturbed": 0} for kind in ("cuda_context", "worker_exit")}
+        preload = result.environment.get("preloaded_kernels", {}).get("window")
+        if preload:
+            events.append(("preload", result.eval_id, preload[0], preload[1]))
+    counts = {kind: {"all": 0, "disturbed": 0} for kind in ("cuda_context", "worker_exit", "preload")}
     batches, disturbed = 0, []
     for _, result in results:
         path = run_dir / "jobs" / result.eval_id / OUT_DIR / SAMPLES_FILE

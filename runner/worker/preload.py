@@ -16,7 +16,10 @@ under a graph (seen by the CUDA profiler on the H100), tiny beside what a spare'
 token. The task's own file is run, never the candidate's; no value comes out of the capture, and the reference
 stage that follows computes everything again from its seeds. On the H100, six suite tasks alone: that stage
 0.147 s (median) without, 0.012 s after a 0.123 s preload, every input and output identical. On by
-``executor.preload_kernels``; off by default until a full pass has measured it.
+``executor.preload_kernels`` (in ``h100_fullsuite``: the whole suite's cohort gaps 19.3 s -> 13.4-13.9 s a pass,
+twenty-seventh session). A capture beside a measurement is not nothing to it: of the batches that something
+slowed, 39% overlapped another worker's preload against 25% of all batches (fb, fc), which ``runner.bench
+disturbed`` reports from each result's ``window``.
 
 A shape whose calls cannot be captured (a host read, a copy from pageable memory) is recorded as not done,
 with the error; its kernels load at their first use as before. Without CUDA nothing is done.
@@ -38,15 +41,22 @@ _MODULE_NAME = "kbench_task_preload"
 
 def preload_reference_kernels(task_file: Path, shapes: dict, device: torch.device) -> dict:
     """Capture, never launch, the reference's calls at each of ``shapes`` ({name: dims}); the record: seconds
-    taken and, per shape, ``"loaded"`` or why not."""
+    taken, when (``window``: [start, end], epoch seconds, for ``runner.bench disturbed``, which checks the other
+    evaluations' measured batches against it) and, per shape, ``"loaded"`` or why not."""
     if device.type != "cuda":
         return {"not done": "no CUDA device"}
-    started = time.perf_counter()
-    record: dict = {"shapes": {}}
+    started, began = time.perf_counter(), time.time()
+
+    def timed(record: dict) -> dict:
+        record["seconds"] = round(time.perf_counter() - started, 4)
+        record["window"] = [began, time.time()]
+        return record
+
     try:
         module = import_file(task_file, _MODULE_NAME)
     except Exception as exc:  # the reference stage imports it again and reports the failure there
-        return {"not done": _why(exc), "seconds": round(time.perf_counter() - started, 4)}
+        return timed({"not done": _why(exc)})
+    record: dict = {"shapes": {}}
     try:
         stream = torch.cuda.Stream(device)
         with torch.cuda.stream(stream):
@@ -63,8 +73,7 @@ def preload_reference_kernels(task_file: Path, shapes: dict, device: torch.devic
         # The graphs' pools are released; their blocks go back to the device, not left reserved while this
         # evaluation waits (the others in flight may need them).
         torch.cuda.empty_cache()
-    record["seconds"] = round(time.perf_counter() - started, 4)
-    return record
+    return timed(record)
 
 
 def _reference_calls(module, dims: dict, device: torch.device) -> None:
