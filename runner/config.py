@@ -137,7 +137,8 @@ class ExecutorConfig:
     # Whether a worker on a GPU loads its reference's kernels before its first shared phase, by capturing the
     # reference's calls into a CUDA graph it never launches: no device work, so off the device's token, while
     # the measurements queued before it run (runner/worker/preload.py). Alone, six suite tasks' reference stage fell
-    # from 0.147 to 0.012 s (median, H100); off until a full pass has measured what it does to the cohorts' gaps.
+    # from 0.147 to 0.012 s (median, H100); on in h100_fullsuite, where it cut the cohorts' gaps from 19.3 s to
+    # 13.4-13.9 s a pass (BENCHMARKS.md, twenty-seventh session).
     preload_kernels: bool = False
     compile_threads: int = 1
     # Whether a spare makes its CUDA context holding the device's token (shared), so never while a

@@ -98,7 +98,8 @@ def _capture(calls, stream, device: torch.device) -> str:
     "Offset increment outside graph capture encountered unexpectedly" (batched_solve_small_fp32, whose
     ``torch.linalg.solve`` reads its error flags back, on the H100, twenty-sixth session). So the capture gets a
     clone of the generator's state, and the run's own state is put back after it, whatever happened."""
-    generator = torch.cuda.default_generators[device.index or 0]
+    index = device.index or 0
+    generator = torch.cuda.default_generators[index]
     own_state = generator.graphsafe_get_state()
     generator.graphsafe_set_state(generator.clone_state())
     graph = torch.cuda.CUDAGraph()
@@ -115,8 +116,8 @@ def _capture(calls, stream, device: torch.device) -> str:
                 graph.capture_end()
             except Exception as exc:  # the capture was invalidated: its allocations stop going to the pool
                 failed = failed or _why(exc)
-                torch._C._cuda_endAllocateToPool(device.index or 0, pool)
-                torch._C._cuda_releasePool(device.index or 0, pool)
+                torch._C._cuda_endAllocateToPool(index, pool)
+                torch._C._cuda_releasePool(index, pool)
     finally:
         generator.graphsafe_set_state(own_state)
         del graph
