@@ -28,7 +28,7 @@ if device == "cuda":
     kernels = fused_integrity.available
 else:  # the interpreter runs the kernels on CPU tensors
     kernels = lambda tensor: True
-launches = {"differing_bytes_each": 0, "fill": 0}
+launches = {"queue_differing_bytes_each": 0, "fill": 0}
 for name in launches:
     def counted(*args, name=name, real=getattr(fused_integrity, name)):
         launches[name] += 1
@@ -141,8 +141,8 @@ def check_agreement(device: str) -> None:
             position = 2 if case["mutation"] in ("third input", "resized") else 0  # the first that changed
             assert case["kernels"] == ["input_mutated", f"input {position} changed during the call"], case
     # The kernels did judge: every count and poison above, and on the kernels' side of each call_violation, all
-    # of a call's inputs in one read from the device (one differing_bytes_each a call).
-    assert found["launches"]["differing_bytes_each"] == 5 * 5 + 8
+    # of a call's inputs in one read from the device (one queue_differing_bytes_each a call).
+    assert found["launches"]["queue_differing_bytes_each"] == 5 * 5 + 8
     assert found["launches"]["fill"] >= 3 * len(POISON_BYTES) + 7 * 4
 
 

@@ -135,6 +135,23 @@ def test_a_run_that_preloads_kernels_keeps_every_verdict(tmp_path):
     assert loaded == {"small": "loaded", "perf": "loaded"}, loaded
 
 
+def test_a_later_read_gets_the_values_of_the_work_queued_before_it():
+    """``host_reads.Later`` behind a long kernel: its values are the kernel's (the event waits for the copy, which
+    the pinned destination makes asynchronous), and after a synchronisation as well."""
+    import torch
+
+    from runner.worker.host_reads import Later
+
+    x = torch.randn(1 << 26, device="cuda")
+    total = (x * 2.0).sum()  # queued, still running when Later is made
+    later = Later(total.reshape(1))
+    assert later.tolist() == [total.item()]
+    torch.cuda.synchronize()
+    fresh = Later(torch.arange(3, device="cuda"))
+    torch.cuda.synchronize()
+    assert fresh.tolist() == [0, 1, 2]
+
+
 def test_validator_measures_perf_shapes_on_gpu(tmp_path):
     proc = kbench(
         "tasks", "validate", "--suite", "smoke", "--device", "cuda", "--json", str(tmp_path / "v.json"), cwd=tmp_path

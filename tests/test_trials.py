@@ -64,6 +64,49 @@ def test_a_wrong_answer_in_a_later_trial_of_the_timed_shape_is_still_caught(tmp_
     assert "shape perf, trial 1" in result.verdict.message
 
 
+def _failing_at(trial: int, how: str) -> str:
+    """A doubling candidate that counts its calls (``self.calls``) and, at the small shape's ``trial``, returns a
+    wrong answer (``how="wrong"``) or writes into its input (``how="mutates"``)."""
+    failing = "x * 2.5" if how == "wrong" else "x.add_(1.0) * 0.0 + (x - 1.0) * 2.0"
+    return DOUBLING_TASK.replace("class Model(", "class ModelNew(").replace(
+        "        return x * 2.0",
+        "        self.calls = getattr(self, 'calls', 0) + 1\n"
+        f"        return {failing} if self.calls == {trial + 1} else x * 2.0",
+    )
+
+
+def test_a_trials_checks_are_judged_before_the_next_trials_call(tmp_path: Path, monkeypatch):
+    """Each trial's checks are read after the next trial's synchronisation (runner/worker/host_reads.py), but judged
+    before its call: the trial that fails is the one named, the trials recorded end with it, and the candidate is
+    not called again; the last trial's checks are judged after the loop."""
+    import runner.worker.evaluate as evaluate_module
+
+    built = []
+    build = evaluate_module.build_model
+
+    def kept(model_class, *args):  # the real build; the candidates kept to count their calls
+        model = build(model_class, *args)
+        if model_class.__name__ == "ModelNew":
+            built.append(model)
+        return model
+
+    monkeypatch.setattr(evaluate_module, "build_model", kept)
+    for trial, how, status, reason in (
+        (1, "wrong", "incorrect", "mismatch"),
+        (1, "mutates", "integrity_violation", "input_mutated"),
+        (2, "wrong", "incorrect", "mismatch"),  # the small shape's last trial of three
+    ):
+        built.clear()
+        job_dir = tmp_path / f"{how}{trial}"
+        job_dir.mkdir()
+        result = evaluate(_two_shape_job(job_dir, _failing_at(trial, how), None), job_dir)
+        assert (result.verdict.status, result.verdict.reason) == (status, reason), result.verdict
+        assert f"shape small, trial {trial}" in result.verdict.message
+        recorded = [t.trial for t in result.trials if t.shape == "small"]
+        assert recorded == (list(range(trial + 1)) if how == "wrong" else list(range(trial))), recorded
+        assert [model.calls for model in built] == [trial + 1]  # no perf shape, no call after the failing one
+
+
 def test_the_run_writes_trials_per_shape_into_each_job(tmp_path: Path):
     """``eval.timed_shape_trials`` applies to the timed shape (a CPU run times and checks ``small``)."""
     job_dir = one_task_reference_run(tmp_path, "eval.trials=3", "eval.timed_shape_trials=1")

@@ -9,7 +9,9 @@ file is imported, so nothing the candidate does at import time can change them. 
 candidate is imported (failure: ``compile_error``), built from the same seed as the reference,
 and run on fresh seeded inputs for every trial of every shape, with the allocator poisoned
 before each call (exception: ``runtime_error``; wrong value, shape or dtype: ``incorrect``; a
-runtime integrity check: ``integrity_violation``). A correct candidate is timed against the
+runtime integrity check: ``integrity_violation``). A trial's checks are queued behind its call and judged
+after the synchronisation before the next trial's call, which their results have passed by then
+(``host_reads.py``), so each trial waits for the device twice, not once per check. A correct candidate is timed against the
 reference on the timed shape, inputs rotating among several sets drawn from a seed picked only
 then (so the candidate cannot have precomputed their answers); then the stream audit, the
 roofline (``faster_than_physics``) and the output of the last timed call (tolerance, then the
@@ -31,15 +33,15 @@ import torch
 
 from runner.analysis.roofline import roofline_for
 from runner.static_check import StaticReport, screen_candidate
-from runner.worker.compare import compare_outputs
+from runner.worker.compare import compare_outputs, queue_comparison
 from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, SHARED, TOKEN_ENV, WAIT_STAGE, DeviceToken
 from runner.worker.environment import worker_environment
 from runner.worker.integrity import (
     ThreadCensus,
-    call_violation,
     changed_flags,
     numerics_flags,
     poison_allocator,
+    queue_call_violation,
     restore_numerics_flags,
     snapshot_inputs,
     unjoined_work,
@@ -269,6 +271,10 @@ def _run(
         except Exception as exc:
             raise _Stop(_failure("runtime_error", "init_failed", exc, "correctness")) from None
         previous_outputs: list = []
+        # Each trial's checks are queued behind its call and judged after the next trial's synchronisation before
+        # its call (the last one's after the loop): their results are read without a wait (host_reads.py), and no
+        # call comes before the verdict on the one before it.
+        judge_previous = None
         for trial in range(trials_of[shape_name]):
             trial_seed = _trial_seed(seed, trial)
             inputs = make_inputs(reference_module, dims, device, trial_seed)
@@ -279,6 +285,8 @@ def _run(
                 # The inputs, their snapshots and the poison are done before the call: a candidate's stream that
                 # does not wait for this one must not find them unfinished, nor the profiled call count them.
                 torch.cuda.synchronize(device)
+            if judge_previous is not None:
+                judge_previous()
             try:
                 with kernels.watch(shape_name, trial), threads.watch():
                     outputs = as_output_list(candidate(*inputs))
@@ -288,47 +296,18 @@ def _run(
                 status = "compile_error" if _is_compile_error(exc) else "runtime_error"
                 raise _Stop(_failure(status, "forward_failed", exc, "correctness")) from None
             with cost("per_call"):
-                violation = (
-                    threads.violation()
-                    or call_violation(inputs, snapshots, outputs, previous_outputs)
-                    or kernels.violation()
-                )
-            if violation is not None:
-                reason, evidence = violation
-                raise _Stop(
-                    Verdict(
-                        "integrity_violation", reason, f"shape {shape_name}, trial {trial}: {evidence}", "correctness"
-                    )
+                judge_previous = _queue_trial_checks(
+                    (shape_name, trial, trial_seed),
+                    (inputs, snapshots, outputs, previous_outputs),
+                    expected[(shape_name, trial)],
+                    (threads, kernels, precision),
+                    tolerance,
+                    result,
+                    cost,
                 )
             previous_outputs = outputs  # held, so a fresh output cannot legitimately reuse its memory
-            comparison = compare_outputs(expected[(shape_name, trial)], outputs, tolerance)
-            result.trials.append(
-                Trial(
-                    shape_name,
-                    trial,
-                    trial_seed,
-                    comparison.ok,
-                    comparison.max_abs_error,
-                    comparison.max_rel_error,
-                    comparison.reason,
-                )
-            )
-            if not comparison.ok:
-                raise _Stop(
-                    Verdict(
-                        "incorrect",
-                        "mismatch",
-                        f"shape {shape_name}, trial {trial}: {comparison.reason}",
-                        "correctness",
-                    )
-                )
-            if trial == 0:  # within tolerance; now against the float64 answer (runner/worker/precision.py)
-                with cost("per_call"):
-                    violation = precision.judge(shape_name, outputs, result.integrity.setdefault("runtime_checks", []))
-                if violation is not None:
-                    reason, evidence = violation
-                    message = f"shape {shape_name}, trial 0: {evidence}"
-                    raise _Stop(Verdict("integrity_violation", reason, message, "correctness"))
+        if judge_previous is not None:
+            judge_previous()
         del candidate
     expected.clear()
     if device.type == "cuda":
@@ -439,6 +418,56 @@ def _run(
         expected = references[0](*fresh)
         again = last_copy(*input_sets[index])
         _check_timed_output(expected, again, "a call on new values at the same addresses", index, tolerance)
+
+
+def _queue_trial_checks(at, call, expected: list, censuses, tolerance, result: Result, cost):
+    """A checked call's verdicts, their device work queued now: returns the call that judges them in their order
+    (the threads, the call's integrity, the kernel census, the comparison, then on trial 0 the float64 answer),
+    records the trial and raises ``_Stop`` at the first that fails. ``at``: (shape, trial, seed); ``call``:
+    (inputs, snapshots, outputs, previous outputs); ``censuses``: (threads, kernels, precision)."""
+    shape_name, trial, trial_seed = at
+    inputs, snapshots, outputs, previous_outputs = call
+    threads, kernels, precision = censuses
+    # The censuses judge what they saw during the call: now, before anything else runs.
+    thread_violation, kernel_violation = threads.violation(), kernels.violation()
+    call_judged = queue_call_violation(inputs, snapshots, outputs, previous_outputs)
+    compared = queue_comparison(expected, outputs, tolerance)
+
+    def judge() -> None:
+        with cost("per_call"):
+            violation = thread_violation or call_judged() or kernel_violation
+        if violation is not None:
+            reason, evidence = violation
+            raise _Stop(
+                Verdict("integrity_violation", reason, f"shape {shape_name}, trial {trial}: {evidence}", "correctness")
+            )
+        comparison = compared()
+        result.trials.append(
+            Trial(
+                shape_name,
+                trial,
+                trial_seed,
+                comparison.ok,
+                comparison.max_abs_error,
+                comparison.max_rel_error,
+                comparison.reason,
+            )
+        )
+        if not comparison.ok:
+            raise _Stop(
+                Verdict(
+                    "incorrect", "mismatch", f"shape {shape_name}, trial {trial}: {comparison.reason}", "correctness"
+                )
+            )
+        if trial == 0:  # within tolerance; now against the float64 answer (runner/worker/precision.py)
+            with cost("per_call"):
+                violation = precision.judge(shape_name, outputs, result.integrity.setdefault("runtime_checks", []))
+            if violation is not None:
+                reason, evidence = violation
+                message = f"shape {shape_name}, trial 0: {evidence}"
+                raise _Stop(Verdict("integrity_violation", reason, message, "correctness"))
+
+    return judge
 
 
 def _runtime_census(job: dict, job_dir: Path, device: torch.device, result: Result, model):

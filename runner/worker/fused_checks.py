@@ -43,6 +43,7 @@ from pathlib import Path
 
 import torch
 
+from runner.worker.host_reads import Later
 from runner.worker.protocol import CHECKS_CACHE_ENV
 
 _BLOCK = 1024
@@ -84,13 +85,19 @@ def compare_counts(
 ) -> tuple[int, int, int, float, float]:
     """``(nan_mismatches, inf_mismatches, outside_tolerance, max_abs_error, max_rel_error)`` of two
     same-shape, same-dtype CUDA floating tensors; one read from the device."""
+    return queue_compare_counts(ref, got, atol, rtol)()
+
+
+def queue_compare_counts(ref: torch.Tensor, got: torch.Tensor, atol: float, rtol: float):
+    """``compare_counts``'s device work queued now; returns the call that reads its result (``host_reads.Later``:
+    without a wait once the device has passed it)."""
     ref_flat, got_flat = ref.reshape(-1).contiguous(), got.reshape(-1).contiguous()
     n = ref_flat.numel()
-    # The zeroed result slots and the tolerances, one copy from the host (no fill kernel to load; a copy from
-    # pageable memory synchronises, so one, not two); the tolerances 16 bytes aligned, as the variants expect.
-    staged = torch.zeros(_TOLERANCE_AT + 3, dtype=torch.int64)
+    # The zeroed result slots and the tolerances, one copy from the host (no fill kernel to load); from pinned
+    # memory, so the copy waits for nothing queued before it; the tolerances 16 bytes aligned, as the variants expect.
+    staged = torch.zeros(_TOLERANCE_AT + 3, dtype=torch.int64, pin_memory=ref.is_cuda)
     staged[_TOLERANCE_AT:] = torch.tensor([atol, rtol, TINY], dtype=torch.float64).view(torch.int64)
-    staged = staged.to(ref.device)
+    staged = staged.to(ref.device, non_blocking=True)
     out, tolerance = staged[:_SLOTS], staged[_TOLERANCE_AT:].view(torch.float64)
     if n:
         grid = (-(-n // _BLOCK),)
@@ -98,8 +105,13 @@ def compare_counts(
             kernels_module().compare_kernel[grid](
                 ref_flat, got_flat, n, tolerance, out, WORK_FP64=_works_in_fp64(ref.dtype), BLOCK=_BLOCK, **_ROUNDING
             )
-    nan_mismatch, inf_mismatch, outside, max_abs, max_rel = out.tolist()
-    return nan_mismatch, inf_mismatch, outside, _as_float(max_abs), _as_float(max_rel)
+    later = Later(out)
+
+    def read() -> tuple[int, int, int, float, float]:
+        nan_mismatch, inf_mismatch, outside, max_abs, max_rel = later.tolist()
+        return nan_mismatch, inf_mismatch, outside, _as_float(max_abs), _as_float(max_rel)
+
+    return read
 
 
 def squared_sums(value: torch.Tensor, reference: torch.Tensor) -> tuple[float, float]:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import torch
 
 from runner.worker.fused_checks import checks_cache, failed_variants, kernels_module, warm_variants
+from runner.worker.host_reads import Later
 
 _BYTES_BLOCK = 4096  # bytes compared by one program: 32 a thread at 4 warps, two 16-byte loads of each buffer
 _WORDS_BLOCK = 1024  # words written by one program
@@ -78,8 +79,14 @@ def differing_bytes_each(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> list
     """``differing_bytes`` of every ``(now, before)`` pair (all on one CUDA device), with one read from the
     device for all of them: each read is a synchronisation, and with several evaluations in flight each
     waits for the GPU's time slice among their contexts."""
+    return queue_differing_bytes_each(pairs)()
+
+
+def queue_differing_bytes_each(pairs: list[tuple[torch.Tensor, torch.Tensor]]):
+    """``differing_bytes_each``'s kernels queued now; returns the call that reads the counts (``host_reads.Later``:
+    without a wait once the device has passed them)."""
     if not pairs:
-        return []
+        return lambda: []
     # One counter per pair, 16 bytes apart (the prepared variant's pointer alignment), zeroed by the fill
     # kernel: no PyTorch kernel to load, and no copy from the host, which would synchronise too.
     counters = torch.empty(2 * len(pairs), dtype=torch.int64, device=pairs[0][0].device)
@@ -91,7 +98,8 @@ def differing_bytes_each(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> list
                 kernels_module().differing_bytes_kernel[(-(-n // _BYTES_BLOCK),)](
                     now, before, n, counters[2 * index :], BLOCK=_BYTES_BLOCK
                 )
-    return counters.tolist()[::2]  # read whole: a strided read would copy on the device first
+    later = Later(counters)  # whole: a strided copy would copy on the device first
+    return lambda: later.tolist()[::2]
 
 
 def fill(block: torch.Tensor, value: float | bool | int) -> None:

@@ -79,6 +79,29 @@ def snapshot_inputs(inputs: list) -> list:
 
 def call_violation(inputs: list, snapshots: list, outputs: list, previous_outputs: list) -> tuple[str, str] | None:
     """The first integrity violation of one call as ``(reason, evidence)``, or None."""
+    return queue_call_violation(inputs, snapshots, outputs, previous_outputs)()
+
+
+def queue_call_violation(inputs: list, snapshots: list, outputs: list, previous_outputs: list):
+    """``call_violation`` with its device work (the inputs against their snapshots) queued now; returns the call
+    that reads it and judges (``host_reads.Later``: without a wait once the device has passed it)."""
+    found = _host_violation(inputs, outputs, previous_outputs)
+    if found is not None:
+        return lambda: found
+    now = [_bytes(x) if snap is not None else None for x, snap in zip(inputs, snapshots)]
+    changed_each = _queue_changed_each(now, snapshots)
+
+    def judge() -> tuple[str, str] | None:
+        for position, changed in enumerate(changed_each()):
+            if changed:
+                return "input_mutated", f"input {position} changed during the call"
+        return None
+
+    return judge
+
+
+def _host_violation(inputs: list, outputs: list, previous_outputs: list) -> tuple[str, str] | None:
+    """What the host sees of a call's violation without the device: a tensor subclass, aliased storage."""
     for index, out in enumerate(outputs):
         if isinstance(out, torch.Tensor) and type(out) is not torch.Tensor:
             return "tensor_subclass", f"output {index} is a {type(out).__qualname__}, not a plain torch.Tensor"
@@ -91,10 +114,6 @@ def call_violation(inputs: list, snapshots: list, outputs: list, previous_output
         for old in previous_outputs:
             if isinstance(old, torch.Tensor) and _shares_storage(out, old):
                 return "output_aliases_previous", f"output {index} shares storage with the previous call's output"
-    now = [_bytes(x) if snap is not None else None for x, snap in zip(inputs, snapshots)]
-    for position, changed in enumerate(_changed_each(now, snapshots)):
-        if changed:
-            return "input_mutated", f"input {position} changed during the call"
     return None
 
 
@@ -102,9 +121,10 @@ def _bytes(x: torch.Tensor) -> torch.Tensor:
     return x.detach().reshape(-1).contiguous().view(torch.uint8)
 
 
-def _changed_each(now: list, snapshots: list) -> list[bool]:
-    """Whether each input's bytes differ from its snapshot's (a resized input differs; no snapshot: False).
-    Where the Triton kernel serves, all of them are counted with one read from the device."""
+def _queue_changed_each(now: list, snapshots: list):
+    """The call that says whether each input's bytes differ from its snapshot's (a resized input differs; no
+    snapshot: False). Where the Triton kernel serves, all of them are counted by kernels queued now and read
+    with one copy from the device; elsewhere ``torch.equal`` reads when the call is made."""
     fused = [
         position
         for position, (x, snap) in enumerate(zip(now, snapshots))
@@ -115,13 +135,16 @@ def _changed_each(now: list, snapshots: list) -> list[bool]:
         and fused_integrity.available(snap)
     ]
     fused = [position for position in fused if now[position].device == now[fused[0]].device]  # one device's reads
-    counts = (
-        dict(zip(fused, fused_integrity.differing_bytes_each([(now[p], snapshots[p]) for p in fused]))) if fused else {}
-    )
-    return [
-        counts[position] > 0 if position in counts else snap is not None and not torch.equal(x, snap)
-        for position, (x, snap) in enumerate(zip(now, snapshots))
-    ]
+    counted = fused_integrity.queue_differing_bytes_each([(now[p], snapshots[p]) for p in fused]) if fused else None
+
+    def changed_each() -> list[bool]:
+        counts = dict(zip(fused, counted())) if counted is not None else {}
+        return [
+            counts[position] > 0 if position in counts else snap is not None and not torch.equal(x, snap)
+            for position, (x, snap) in enumerate(zip(now, snapshots))
+        ]
+
+    return changed_each
 
 
 def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
