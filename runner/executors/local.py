@@ -15,19 +15,14 @@ imported torch and the compiler stack once (``fork_server.py``); ``start="exec"`
 as a fresh interpreter, as does a run whose fork server could not start (the executor's
 environment says why).
 
-Bytecode: where the installed torch carries none for this interpreter (a ``pip --no-compile``
-install, read under ``PYTHONDONTWRITEBYTECODE=1``: the H100 machines), every fresh interpreter
-compiled torch and its compiler stack from source, 11-16 s of each fork server's start. There the
-workers' Python keeps its bytecode under the cache folder (``PYTHONPYCACHEPREFIX``), so only the
-first interpreter to import a module compiles it, and nothing is written beside any source.
-Where the install has its bytecode, workers read it and write none, as before. The local executor
-is the host's environment: a candidate can write these caches as it can write the compile caches.
+Bytecode: where the installed torch carries none, the workers keep theirs under the cache folder, compiled
+ahead while the fork server imports (``bytecode.py``). The local executor is the host's environment: a candidate
+can write these caches as it can write the compile caches.
 """
 
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import os
 import resource
 import shutil
@@ -38,7 +33,6 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from functools import cache
 from pathlib import Path
 
 from runner.executors.base import (
@@ -49,6 +43,7 @@ from runner.executors.base import (
     SparePool,
     wait_for_worker,
 )
+from runner.executors.bytecode import PYCACHE_PREFIX_ENV, bytecode_env, compile_ahead
 from runner.executors.fork_server import ForkedProcess, ForkServer, ForkServerUnavailable
 from runner.gpu.lock import work_token
 from runner.paths import REPO_ROOT
@@ -83,6 +78,10 @@ class LocalExecutor:
         self._fork_servers: dict[str | None, ForkServer] = {}  # per device; touched by the spawner thread only
         self._fork_failure: str | None = None  # why workers start as fresh interpreters despite start="fork"
         self._server_owner: LocalExecutor = self  # whose fork servers this executor's workers are forked from
+        # The bytecode compiled ahead of the fork server's imports (``bytecode.compile_ahead``): the process, and
+        # once it has ended, how long it took (seconds, for the record).
+        self._compiling: subprocess.Popen | None = None
+        self._compiled_in_s: float | None = None
 
     def borrow_fork_servers(self, owner: LocalExecutor) -> None:
         """Fork this executor's workers from ``owner``'s servers (same environment: the compile warm-up's
@@ -99,6 +98,8 @@ class LocalExecutor:
             "note": "host environment, not container",
             "bytecode": bytecode_env(self._cache_dir()).get(PYCACHE_PREFIX_ENV, "installed"),
         }
+        if self._compiling is not None:
+            env["bytecode_compiled_ahead_s"] = self._compiled_in_s  # None while it runs
         if self._fork_failure is not None:
             env["fork_server_failed"] = self._fork_failure
         return env
@@ -107,6 +108,9 @@ class LocalExecutor:
         return {sandbox.process.pid for sandbox in self._pool.members()}
 
     def close(self) -> None:
+        if self._compiling is not None and self._compiling.poll() is None:
+            os.killpg(self._compiling.pid, signal.SIGKILL)  # only a cache: what it did not reach compiles on import
+            self._compiling.wait()
         spares = self._pool.drain()
         for spare in spares:  # every one killed before any is waited for: their exits (CUDA contexts) overlap
             spare._kill()
@@ -212,10 +216,19 @@ class LocalExecutor:
 
     def prepare(self, gpus: list[str | None]) -> None:
         """Start each device's fork server now (imports only; it never touches a device), so its
-        import overlaps the run's own set-up rather than delaying the first evaluation."""
+        import overlaps the run's own set-up rather than delaying the first evaluation; and, where the
+        workers keep their own bytecode, compile it ahead of those imports (``bytecode.py``)."""
+        if self._compiling is None:
+            self._compiling = compile_ahead(self._cache_dir())
+            if self._compiling is not None:
+                threading.Thread(target=self._time_compile, args=(time.perf_counter(),), daemon=True).start()
         if self.settings.start == "fork":
             for gpu in gpus:
                 self._spawner.submit(self._fork_server, gpu)
+
+    def _time_compile(self, started: float) -> None:
+        self._compiling.wait()
+        self._compiled_in_s = round(time.perf_counter() - started, 3)
 
     def run(self, job_dir: Path, gpu: str | None) -> ExecutionOutcome:
         job_dir = job_dir.resolve()
@@ -261,31 +274,6 @@ def worker_limits(file_limit: int):
         die_with_parent()
 
     return limit_child
-
-
-PYCACHE_PREFIX_ENV = "PYTHONPYCACHEPREFIX"
-
-
-def bytecode_env(cache_dir: Path, package: str = "torch") -> dict[str, str]:
-    """How the workers' Python treats bytecode: read the install's and write none, where ``package`` is
-    installed with bytecode for this interpreter; else keep it under ``cache_dir``/pycache (module docstring)."""
-    if installed_with_bytecode(package):
-        return {"PYTHONDONTWRITEBYTECODE": "1"}
-    return {PYCACHE_PREFIX_ENV: str(cache_dir / "pycache")}
-
-
-@cache
-def installed_with_bytecode(package: str) -> bool:
-    """Whether ``package``'s ``__init__`` has a compiled file beside it for this interpreter (found, not
-    imported). True where the package is not found: nothing to gain from a cache of its own."""
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        return True
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        return True
-    source = Path(spec.origin)
-    return (source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc").exists()
 
 
 class _Sandbox:

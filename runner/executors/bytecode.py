@@ -1,0 +1,104 @@
+"""How the local executor's workers get Python's bytecode: the install's, or a cache of their own, compiled ahead.
+
+Where the installed torch carries no bytecode for this interpreter (a ``pip --no-compile`` or ``uv`` install, read
+under ``PYTHONDONTWRITEBYTECODE=1``: the H100 machines), every fresh interpreter compiled torch and its compiler stack
+from source, 11-16 s of each fork server's start. There the workers' Python keeps its bytecode under the cache folder
+(``PYTHONPYCACHEPREFIX``), so only the first interpreter to import a module compiles it, and nothing is written
+beside any source. Where the install has its bytecode, workers read it and write none.
+
+The first interpreter is the fork server, and on a cache that is still empty (a machine's first run, or any run
+without ``executor.compile_cache_dir``) its imports compiled about 2,500 modules one after another: 13.8 s, against
+3 s from a filled cache, while the run's own set-up took 7.7-10.2 s, so the first evaluations waited (BENCHMARKS.md,
+twenty-eighth session). ``compile_ahead`` compiles the packages the server imports into the same cache, on every
+core but one, while the server imports: it finds most modules compiled by the time it reaches them. The files are
+written atomically, so the two writing one module at once is harmless; a compile that is killed leaves the modules
+it had not reached to be compiled on import, as before.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+from runner.paths import REPO_ROOT
+
+PYCACHE_PREFIX_ENV = "PYTHONPYCACHEPREFIX"
+
+# The packages whose modules the fork server imports (``zygote.preload``: torch, its compiler stack, the worker's
+# modules), by how many it imports from each (torch 2.11: torch about 1,300, sympy 420, networkx 285, numpy 99,
+# mpmath 51, triton 45, ...). One missing here is compiled on import, as before.
+AHEAD_PACKAGES = (
+    "torch",
+    "sympy",
+    "networkx",
+    "numpy",
+    "mpmath",
+    "triton",
+    "filelock",
+    "jinja2",
+    "markupsafe",
+    "torchgen",
+    "functorch",
+)
+# Never imported by a worker, and a third of what the packages hold: their tests and torch's test helpers.
+_NOT_AHEAD = r"/(tests?|testing/_internal|benchmarks)/"
+
+
+def bytecode_env(cache_dir: Path, package: str = "torch") -> dict[str, str]:
+    """How the workers' Python treats bytecode: read the install's and write none, where ``package`` is
+    installed with bytecode for this interpreter; else keep it under ``cache_dir``/pycache (module docstring)."""
+    if installed_with_bytecode(package):
+        return {"PYTHONDONTWRITEBYTECODE": "1"}
+    return {PYCACHE_PREFIX_ENV: str(cache_dir / "pycache")}
+
+
+@cache
+def installed_with_bytecode(package: str) -> bool:
+    """Whether ``package``'s ``__init__`` has a compiled file beside it for this interpreter (found, not
+    imported). True where the package is not found: nothing to gain from a cache of its own."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return True
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return True
+    source = Path(spec.origin)
+    return (source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc").exists()
+
+
+def compile_ahead(
+    cache_dir: Path, packages: tuple[str, ...] = AHEAD_PACKAGES, package: str = "torch"
+) -> subprocess.Popen | None:
+    """Start compiling ``packages`` (those installed without bytecode) and the worker's own package into the
+    workers' bytecode cache under ``cache_dir``, in the background, on all cores but one (``compileall``, which
+    skips what is compiled already). Returns the process, or None where the workers read the install's bytecode
+    (``package`` decides, as in ``bytecode_env``) or nothing is left to compile."""
+    env = bytecode_env(cache_dir, package)
+    if PYCACHE_PREFIX_ENV not in env:
+        return None
+    folders = [folder for package in packages if (folder := _uncompiled_folder(package)) is not None]
+    if not folders:
+        return None
+    folders.append(REPO_ROOT / "runner")
+    workers = max(1, (os.cpu_count() or 2) - 1)
+    command = [sys.executable, "-m", "compileall", "-q", "-j", str(workers), "-x", _NOT_AHEAD, *map(str, folders)]
+    return subprocess.Popen(
+        command,
+        env={"PATH": os.environ.get("PATH", ""), **env},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,  # syntax errors in files nobody imports (templates, examples): not ours to report
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _uncompiled_folder(package: str) -> Path | None:
+    """The folder of ``package`` where it is installed without bytecode, else None (not found, or compiled)."""
+    if installed_with_bytecode(package):
+        return None
+    spec = importlib.util.find_spec(package)
+    return Path(spec.origin).parent
