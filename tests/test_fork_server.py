@@ -344,7 +344,9 @@ def test_the_executor_compiles_ahead_when_it_prepares_and_records_how_long_it_to
     monkeypatch.syspath_prepend(str(site))
     real = local.compile_ahead
     monkeypatch.setattr(
-        local, "compile_ahead", lambda cache: real(cache, ("kbench_uncompiled_pkg",), "kbench_uncompiled_pkg")
+        local,
+        "compile_ahead",
+        lambda cache, preexec_fn: real(cache, ("kbench_uncompiled_pkg",), "kbench_uncompiled_pkg", preexec_fn),
     )
     executor = LocalExecutor(ExecutorSettings(cache_dir=tmp_path / "cache"))
     try:

@@ -71,12 +71,13 @@ def installed_with_bytecode(package: str) -> bool:
 
 
 def compile_ahead(
-    cache_dir: Path, packages: tuple[str, ...] = AHEAD_PACKAGES, package: str = "torch"
+    cache_dir: Path, packages: tuple[str, ...] = AHEAD_PACKAGES, package: str = "torch", preexec_fn=None
 ) -> subprocess.Popen | None:
     """Start compiling ``packages`` (those installed without bytecode) and the worker's own package into the
     workers' bytecode cache under ``cache_dir``, in the background, on all cores but one (``compileall``, which
     skips what is compiled already). Returns the process, or None where the workers read the install's bytecode
-    (``package`` decides, as in ``bytecode_env``) or nothing is left to compile."""
+    (``package`` decides, as in ``bytecode_env``) or nothing is left to compile. ``preexec_fn``: run in the
+    process before it starts (the executor's death with the run)."""
     env = bytecode_env(cache_dir, package)
     if PYCACHE_PREFIX_ENV not in env:
         return None
@@ -93,6 +94,7 @@ def compile_ahead(
         stdout=subprocess.DEVNULL,  # syntax errors in files nobody imports (templates, examples): not ours to report
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        preexec_fn=preexec_fn,
     )
 
 

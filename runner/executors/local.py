@@ -109,7 +109,7 @@ class LocalExecutor:
 
     def close(self) -> None:
         if self._compiling is not None and self._compiling.poll() is None:
-            os.killpg(self._compiling.pid, signal.SIGKILL)  # only a cache: what it did not reach compiles on import
+            kill_group(self._compiling.pid)  # only a cache: what it did not reach compiles on import
             self._compiling.wait()
         spares = self._pool.drain()
         for spare in spares:  # every one killed before any is waited for: their exits (CUDA contexts) overlap
@@ -219,7 +219,7 @@ class LocalExecutor:
         import overlaps the run's own set-up rather than delaying the first evaluation; and, where the
         workers keep their own bytecode, compile it ahead of those imports (``bytecode.py``)."""
         if self._compiling is None:
-            self._compiling = compile_ahead(self._cache_dir())
+            self._compiling = compile_ahead(self._cache_dir(), preexec_fn=die_with_parent)
             if self._compiling is not None:
                 threading.Thread(target=self._time_compile, args=(time.perf_counter(),), daemon=True).start()
         if self.settings.start == "fork":
