@@ -348,9 +348,14 @@ def test_the_executor_compiles_ahead_when_it_prepares_and_records_how_long_it_to
         "compile_ahead",
         lambda cache, preexec_fn: real(cache, ("kbench_uncompiled_pkg",), "kbench_uncompiled_pkg", preexec_fn),
     )
-    executor = LocalExecutor(ExecutorSettings(cache_dir=tmp_path / "cache"))
+    on_cpu = LocalExecutor(ExecutorSettings(cache_dir=tmp_path / "cpu-cache", start="exec"))
+    on_cpu.prepare([None])  # measured on the host's clock: nothing beside it
+    assert "bytecode_compiled_ahead_s" not in on_cpu.environment()
+    on_cpu.close()
+    # A GPU lane (its fork server not started: exec); CUDA is not touched by the compile.
+    executor = LocalExecutor(ExecutorSettings(cache_dir=tmp_path / "cache", start="exec"))
     try:
-        executor.prepare([])
+        executor.prepare(["0"])
         deadline = time.monotonic() + 120
         while executor.environment()["bytecode_compiled_ahead_s"] is None and time.monotonic() < deadline:
             time.sleep(0.05)

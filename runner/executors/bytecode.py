@@ -10,9 +10,10 @@ The first interpreter is the fork server, and on a cache that is still empty (a 
 without ``executor.compile_cache_dir``) its imports compiled about 2,500 modules one after another: 13.8 s, against
 3 s from a filled cache, while the run's own set-up took 7.7-10.2 s, so the first evaluations waited (BENCHMARKS.md,
 twenty-eighth session). ``compile_ahead`` compiles the packages the server imports into the same cache, on every
-core but one, while the server imports: it finds most modules compiled by the time it reaches them. The files are
-written atomically, so the two writing one module at once is harmless; a compile that is killed leaves the modules
-it had not reached to be compiled on import, as before.
+core but one, while the server imports: it finds most modules compiled by the time it reaches them. Only for a run
+on GPUs: on a CPU its processes would share the cores with measurements on the host's clock. The files are written
+atomically, so the two writing one module at once is harmless; a compile that is killed leaves the modules it had
+not reached to be compiled on import, as before.
 """
 
 from __future__ import annotations

@@ -216,9 +216,10 @@ class LocalExecutor:
 
     def prepare(self, gpus: list[str | None]) -> None:
         """Start each device's fork server now (imports only; it never touches a device), so its
-        import overlaps the run's own set-up rather than delaying the first evaluation; and, where the
-        workers keep their own bytecode, compile it ahead of those imports (``bytecode.py``)."""
-        if self._compiling is None:
+        import overlaps the run's own set-up rather than delaying the first evaluation; and, for a run on
+        GPUs where the workers keep their own bytecode, compile it ahead of those imports (``bytecode.py``). Not
+        on a CPU: there the compile's processes would share the cores with measurements on the host's clock."""
+        if self._compiling is None and any(gpu is not None for gpu in gpus):
             self._compiling = compile_ahead(self._cache_dir(), preexec_fn=die_with_parent)
             if self._compiling is not None:
                 threading.Thread(target=self._time_compile, args=(time.perf_counter(),), daemon=True).start()
