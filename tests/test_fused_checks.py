@@ -36,7 +36,7 @@ for n in (0, 1, 15, 1024, 3000):
             if n > 1024:
                 g[9] = float("nan"); g[13] = float("-inf"); g[2000] = r[2000] + 1.0
         atol, rtol = compare.tolerance_for(dtype, None)
-        fused, torch_path = fused_checks.compare_counts(r, g, atol, rtol), compare._counts(r, g, atol, rtol)
+        fused, torch_path = fused_checks.queue_compare_counts(r, g, atol, rtol)(), compare._queue_counts(r, g, atol, rtol)()
         sums = (fused_checks.squared_sums(g.float(), r.double()), precision._torch_squared_sums(g.float(), r.double()))
         cases.append({"n": n, "dtype": str(dtype), "fused": fused, "torch": torch_path, "sums": sums})
 print(json.dumps(cases))

@@ -125,14 +125,10 @@ def _mismatched_kind(ref: torch.Tensor, got) -> Comparison | None:
     return None
 
 
-def _counts(ref: torch.Tensor, got: torch.Tensor, atol: float, rtol: float) -> tuple[int, int, int, float, float]:
-    """``(nan_mismatches, inf_mismatches, outside_tolerance, max_abs_error, max_rel_error)`` with PyTorch's
-    ops, on any device (CUDA floating tensors take ``fused_checks.compare_counts``, the same arithmetic)."""
-    return _queue_counts(ref, got, atol, rtol)()
-
-
 def _queue_counts(ref: torch.Tensor, got: torch.Tensor, atol: float, rtol: float):
-    """``_counts``'s device work queued now; returns the call that reads its result."""
+    """``(nan_mismatches, inf_mismatches, outside_tolerance, max_abs_error, max_rel_error)`` with PyTorch's ops, on
+    any device (CUDA floating tensors take ``fused_checks.queue_compare_counts``, the same arithmetic): the device
+    work queued now; returns the call that reads the result."""
     # Chunked, so that a 1G-element output costs a few hundred MB of temporaries, not 40 GB. The
     # counts and maxima stay on the device until the end: one synchronisation per output, not
     # several per chunk (on a GPU those waits were most of a correctness check's time).

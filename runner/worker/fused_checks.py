@@ -47,7 +47,7 @@ from runner.worker.host_reads import Later
 from runner.worker.protocol import CHECKS_CACHE_ENV
 
 _BLOCK = 1024
-TINY = 1e-30  # the relative error's smallest denominator, as in compare._counts
+TINY = 1e-30  # the relative error's smallest denominator, as in compare._queue_counts
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # The comparison's result slots: NaN-pattern, infinity and tolerance mismatches, then the abs and
 # relative maxima as float64 bit patterns.
@@ -80,17 +80,10 @@ def kernels_module():
     return fused_kernels
 
 
-def compare_counts(
-    ref: torch.Tensor, got: torch.Tensor, atol: float, rtol: float
-) -> tuple[int, int, int, float, float]:
-    """``(nan_mismatches, inf_mismatches, outside_tolerance, max_abs_error, max_rel_error)`` of two
-    same-shape, same-dtype CUDA floating tensors; one read from the device."""
-    return queue_compare_counts(ref, got, atol, rtol)()
-
-
 def queue_compare_counts(ref: torch.Tensor, got: torch.Tensor, atol: float, rtol: float):
-    """``compare_counts``'s device work queued now; returns the call that reads its result (``host_reads.Later``:
-    without a wait once the device has passed it)."""
+    """``(nan_mismatches, inf_mismatches, outside_tolerance, max_abs_error, max_rel_error)`` of two same-shape,
+    same-dtype CUDA floating tensors: the device work queued now; returns the call that reads the result, one read
+    from the device (``host_reads.Later``: without a wait once the device has passed it)."""
     ref_flat, got_flat = ref.reshape(-1).contiguous(), got.reshape(-1).contiguous()
     n = ref_flat.numel()
     # The zeroed result slots and the tolerances, one copy from the host (no fill kernel to load); from pinned

@@ -14,7 +14,7 @@ also builds Triton's launchers on first call (0.6 s, once per cache).
 Same verdicts as the PyTorch paths, bit for bit:
 - ``differing_bytes`` counts the bytes that differ between an input and its snapshot (integer
   compares and an integer sum, so any changed byte is found, NaN payloads included), for all of a
-  call's inputs with one read from the device (``differing_bytes_each``); the snapshot
+  call's inputs with one read from the device (``queue_differing_bytes_each``); the snapshot
   stays ``clone()``, which for a contiguous uint8 tensor is a device-to-device ``cudaMemcpyAsync``,
   no kernel (``copy_device_to_device``'s ``memcpy_eligible`` path).
 - ``fill`` writes the bytes ``fill_`` writes, as words of the element's size (complex128 as pairs of
@@ -72,19 +72,14 @@ def available(tensor: torch.Tensor) -> bool:
 def differing_bytes(now: torch.Tensor, before: torch.Tensor) -> int:
     """How many bytes differ between two same-size contiguous uint8 tensors on one CUDA device; one read
     from the device."""
-    return differing_bytes_each([(now, before)])[0]
-
-
-def differing_bytes_each(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> list[int]:
-    """``differing_bytes`` of every ``(now, before)`` pair (all on one CUDA device), with one read from the
-    device for all of them: each read is a synchronisation, and with several evaluations in flight each
-    waits for the GPU's time slice among their contexts."""
-    return queue_differing_bytes_each(pairs)()
+    return queue_differing_bytes_each([(now, before)])()[0]
 
 
 def queue_differing_bytes_each(pairs: list[tuple[torch.Tensor, torch.Tensor]]):
-    """``differing_bytes_each``'s kernels queued now; returns the call that reads the counts (``host_reads.Later``:
-    without a wait once the device has passed them)."""
+    """``differing_bytes`` of every ``(now, before)`` pair (all on one CUDA device): the kernels queued now; returns
+    the call that reads the counts, one read from the device for all of them (``host_reads.Later``: without a wait
+    once the device has passed them). Each read is a synchronisation, and with several evaluations in flight each
+    waits for the GPU's time slice among their contexts."""
     if not pairs:
         return lambda: []
     # One counter per pair, 16 bytes apart (the prepared variant's pointer alignment), zeroed by the fill
