@@ -127,6 +127,7 @@ def duty(run_dir: Path) -> dict:
         "between_turns": between_turns(lane_results.values()),
         "slot_parts_s": slot_parts(results),
         "turn_parts_s": turn_parts(run_dir, results),
+        "batches_rest_parts_s": batches_rest_parts(run_dir, results),
     }
 
 
@@ -222,20 +223,9 @@ def turn_parts(run_dir: Path, results) -> dict | None:
     before the first batch 1.4 s, after the last 0.8 s: BENCHMARKS.md, twenty-fifth session)."""
     parts = dict.fromkeys(("samples", "audits", "before_first_batch", "after_last_batch", "batches_rest"), 0.0)
     seen = False
-    for _, result in results:
-        record = result.environment.get("device_token", {})
-        turns = [(start, end) for start, end, mode in token_windows(record) if mode == EXCLUSIVE]
-        path = run_dir / "jobs" / result.eval_id / OUT_DIR / SAMPLES_FILE
-        if len(turns) != 1 or not path.exists():
-            continue
-        raw = json.loads(path.read_text())
-        batches = raw.get("batch_window") or []
-        if not batches:
-            continue
+    for (start, end), raw, samples, audits in _turns_sampled(run_dir, results):
         seen = True
-        (start, end) = turns[0]
-        samples = (sum(raw["reference"]) + sum(raw["candidate"])) / 1000.0
-        audits = sum(sum(times) for times in raw.get("sync_audit", {}).values()) / 1000.0
+        batches = raw["batch_window"]
         first, last = min(b[0] for b in batches), max(b[1] for b in batches)
         parts["samples"] += samples
         parts["audits"] += audits
@@ -243,6 +233,44 @@ def turn_parts(run_dir: Path, results) -> dict | None:
         parts["after_last_batch"] += end - last
         parts["batches_rest"] += (last - first) - samples - audits
     return parts if seen else None
+
+
+def batches_rest_parts(run_dir: Path, results) -> dict | None:
+    """``turn_parts``'s ``batches_rest`` in two parts that add up to it, from each kept batch's span (its first
+    sample's start to its last one's end on the sampler's clock, ``batch_span_ms`` in ``samples.json``): between
+    the samples inside the batches (on a GPU the L2 flushes after each batch's first, the events, any wait for the
+    host's launches) and around them (each batch's first flush and launch, its audit's flush and synchronisation,
+    the synchronisation that closes it, the host's work between two batches). None where no samples file has the
+    spans (runs from before the twenty-eighth session)."""
+    parts = {"between_samples": 0.0, "around_batches": 0.0}
+    seen = False
+    for _, raw, samples, audits in _turns_sampled(run_dir, results):
+        if raw.get("batch_span_ms") is None:
+            continue
+        seen = True
+        batches = raw["batch_window"]
+        spanned = sum(raw["batch_span_ms"]) / 1000.0
+        first, last = min(b[0] for b in batches), max(b[1] for b in batches)
+        parts["between_samples"] += spanned - samples
+        parts["around_batches"] += (last - first) - spanned - audits
+    return parts if seen else None
+
+
+def _turns_sampled(run_dir: Path, results):
+    """Per evaluation measured in one turn whose ``samples.json`` has its batches: the turn (start, end), the raw
+    samples, and the seconds of its kept samples and of its audit calls."""
+    for _, result in results:
+        record = result.environment.get("device_token", {})
+        turns = [(start, end) for start, end, mode in token_windows(record) if mode == EXCLUSIVE]
+        path = run_dir / "jobs" / result.eval_id / OUT_DIR / SAMPLES_FILE
+        if len(turns) != 1 or not path.exists():
+            continue
+        raw = json.loads(path.read_text())
+        if not raw.get("batch_window"):
+            continue
+        samples = (sum(raw["reference"]) + sum(raw["candidate"])) / 1000.0
+        audits = sum(sum(times) for times in raw.get("sync_audit", {}).values()) / 1000.0
+        yield turns[0], raw, samples, audits
 
 
 def slot_parts(results) -> dict | None:

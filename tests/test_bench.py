@@ -124,6 +124,38 @@ def test_the_turn_parts_add_up_to_the_turns(two_passes, tmp_path: Path):
     assert duty(run)["turn_parts_s"] is None
 
 
+def test_the_batches_rest_splits_into_between_the_samples_and_around_the_batches(two_passes, tmp_path: Path):
+    """Each kept batch's span (first sample's start to last one's end) splits the batches' rest into the time
+    between their samples and the time around them, which add up to it, read off a real run's samples files; a run
+    whose samples files have no spans (before the twenty-eighth session) has no split."""
+    figures = duty(two_passes[0])
+    split = figures["batches_rest_parts_s"]
+    assert sum(split.values()) == pytest.approx(figures["turn_parts_s"]["batches_rest"])
+    assert split["between_samples"] >= 0 and split["around_batches"] > 0, split  # launching, closing, judging
+    for samples_file in two_passes[0].glob("jobs/*/out/samples.json"):
+        raw = json.loads(samples_file.read_text())
+        assert len(raw["batch_span_ms"]) == len(raw["batch_window"])
+        for span, (launched, closed), placement_times in zip(
+            raw["batch_span_ms"], raw["batch_window"], _per_batch(raw)
+        ):
+            assert sum(placement_times) <= span <= 1000 * (closed - launched)
+    run, results = _copy_of(two_passes[0], tmp_path)
+    for result in results:
+        path = result.parent / "samples.json"
+        raw = json.loads(path.read_text())
+        del raw["batch_span_ms"]
+        path.write_text(json.dumps(raw))
+    assert duty(run)["batches_rest_parts_s"] is None
+
+
+def _per_batch(raw: dict) -> list[list[float]]:
+    """Each kept batch's sample times, in the order taken (``order`` names each sample's side)."""
+    taken = {side: iter(raw[side]) for side in ("reference", "candidate")}
+    times = [next(taken[side]) for side in raw["order"]]
+    size = len(times) // len(raw["batch_window"])
+    return [times[index : index + size] for index in range(0, len(times), size)]
+
+
 def test_overlap_sees_clashing_windows_and_none_between_sequential_runs(two_passes):
     assert overlap(*two_passes) == {"windows": [2, 2], "overlapping_pairs": 0, "examples": []}
     assert overlap(two_passes[0], two_passes[0])["overlapping_pairs"] >= 2  # each window with itself

@@ -152,6 +152,27 @@ def test_a_later_read_gets_the_values_of_the_work_queued_before_it():
     assert fresh.tolist() == [0, 1, 2]
 
 
+def test_a_batchs_span_holds_its_samples_and_lies_inside_its_window():
+    """The CUDA sampler's span of each kept batch (first start event to last end event): at least its samples
+    with the L2 flushes between them, at most the host's window around its launch and close."""
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+    from tests.test_bench import _per_batch
+
+    x = torch.randn(1 << 22, device="cuda")
+    settings = TimingSettings(min_samples=40, max_samples=40, batch=5, warmup_ms=0.0, target_noise=0.0)
+    tools = timing_module.instruments(torch.device("cuda"), settings)
+    _, raw = timing_module.measure_pair(
+        lambda: x * 2.0, lambda: x + x, torch.device("cuda"), settings, "perf", 3, tools=tools
+    )
+    assert len(raw["batch_span_ms"]) == len(raw["batch_window"]) == 8
+    flush_ms = tools.sampler.flush_bytes / 5e12 * 1e3  # under 5 TB/s on any GPU here
+    for span, (launched, closed), times in zip(raw["batch_span_ms"], raw["batch_window"], _per_batch(raw)):
+        assert sum(times) + (len(times) - 1) * flush_ms <= span <= 1000 * (closed - launched) + 0.05
+
+
 def test_validator_measures_perf_shapes_on_gpu(tmp_path):
     proc = kbench(
         "tasks", "validate", "--suite", "smoke", "--device", "cuda", "--json", str(tmp_path / "v.json"), cwd=tmp_path

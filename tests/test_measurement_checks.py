@@ -425,17 +425,20 @@ class _AuditingHostSampler:
         self._audits = 0
 
     def launch(self, fns) -> dict:
-        return {"times": self._host.launch(fns), "audit": None}
+        return {**self._host.launch(fns), "audit": None}
 
     def close(self, handle: dict, audit=None) -> None:
         if audit is not None:
-            handle["audit"] = self._host.launch([audit])[0]
+            handle["audit"] = self._host.launch([audit])["times"][0]
             if self._audits in self.slowed or getattr(audit, "leaves_work", False):
                 handle["audit"] += 30.0
             self._audits += 1
 
     def times(self, handle: dict):
         return handle["times"], handle["audit"]
+
+    def span(self, handle: dict) -> float:
+        return handle["span"]
 
 
 def _measure_audited(sampler, seed=7, candidate=None, **overrides):
@@ -602,7 +605,7 @@ class _SideStreamSampler(_AuditingHostSampler):
 
     def close(self, handle: dict, audit=None) -> None:
         if audit is not None:
-            handle["audit"] = self._host.launch([audit])[0] + self.left_ms
+            handle["audit"] = self._host.launch([audit])["times"][0] + self.left_ms
             self.left_ms, self.syncs = 0.0, self.syncs + 1
 
 

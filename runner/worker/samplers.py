@@ -1,8 +1,9 @@
 """How one batch of timing samples is taken: on the host clock, or with CUDA events on a GPU.
 
 A sampler queues a batch of calls (``launch``), closes it (``close``: the audit call, if any, and
-the synchronisation after which the batch is done) and reads its times (``times``), so the timing
-loop (``timing.py``) can queue the next batch before it reads the last. The CUDA sampler flushes
+the synchronisation after which the batch is done) and reads its times (``times``) and its span, from
+the first sample's start to the last one's end (``span``), so the timing loop (``timing.py``) can queue
+the next batch before it reads the last. The CUDA sampler flushes
 the L2 outside the timed region before every sample in cold mode. ``warm_up`` runs a closure
 before its measurement. This module decides nothing about when to stop or what to keep.
 """
@@ -50,19 +51,24 @@ class HostSampler:
     flushes = False
     flush_bytes = None
 
-    def launch(self, fns) -> list[float]:
+    def launch(self, fns) -> dict:
         times = []
+        first = time.perf_counter_ns()
         for fn in fns:
             start = time.perf_counter_ns()
             fn()
             times.append((time.perf_counter_ns() - start) / 1e6)
-        return times
+        return {"times": times, "span": (time.perf_counter_ns() - first) / 1e6}
 
     def close(self, handle, audit=None) -> None:
         pass
 
-    def times(self, handle) -> tuple[list[float], None]:
-        return handle, None
+    def times(self, handle: dict) -> tuple[list[float], None]:
+        return handle["times"], None
+
+    def span(self, handle: dict) -> float:
+        """From the batch's first sample's start to its last one's end, in ms."""
+        return handle["span"]
 
 
 class CudaSampler:
@@ -134,3 +140,9 @@ class CudaSampler:
         pairs, count = handle["pairs"], handle["samples"]
         times = [start.elapsed_time(end) for start, end in pairs[:count]]
         return times, pairs[count][0].elapsed_time(pairs[count][1]) if handle["audited"] else None
+
+    def span(self, handle: dict) -> float:
+        """From the closed batch's first start event to its last end event, in ms, on the GPU's clock: its samples
+        and what lay between them (the L2 flushes after the first, the events, any wait for the host's launches)."""
+        pairs, count = handle["pairs"], handle["samples"]
+        return pairs[0][0].elapsed_time(pairs[count - 1][1]) if count else 0.0

@@ -153,6 +153,8 @@ def measure_pair(
     placed: list[int] = []  # each kept batch's placement
     # Each kept batch's [launched, closed], epoch seconds: when it ran (runner/analysis/disturbances.py).
     windows: list[list[float]] = []
+    # Each kept batch's span, ms: its first sample's start to its last one's end (``runner.bench``'s turn parts).
+    spans: list[float] = []
     audits = {side: [] for side in sides}
     throttled: list[dict] = []
     cooled = 0.0
@@ -242,6 +244,7 @@ def measure_pair(
             order_log.extend(pending.order)
             placed.append(pending.placement)
             windows.append([pending.launched_at, pending.closed_at])
+            spans.append(sampler.span(pending.handle))
             n = len(samples["reference"])
             noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
             # Every placement sampled, like both sides audited, before the noise target may stop the sampling.
@@ -302,6 +305,7 @@ def measure_pair(
         "sm_clock_mhz": clocks,
         "batch_placement": placed,
         "batch_window": windows,
+        "batch_span_ms": spans,
         "sync_audit": audits,
         "sync_audit_recheck": rechecked,
         "throttled_batches": throttled,
