@@ -51,6 +51,7 @@ from runner.worker.protocol import (
     PROTOCOL_VERSION,
     RESULT_FILE,
     STAGE_FILE,
+    TAKEN_FILE,
     TASK_FILE,
     Result,
     Verdict,
@@ -354,7 +355,11 @@ class Orchestrator:
         ``slot`` gets when it was admitted and when the sandbox ended."""
         record: dict = {}
         slot = {} if slot is None else slot
-        with admission.admitted(needed, record) if admission is not None else nullcontext(), self._running(lane):
+        # A promise counts from when the worker takes the job: at a run's start that waits for the fork server's imports.
+        # (Not from its first stage, which waits for the device's token: newcomers held at the ready gate then
+        # kept their promises, and cohorts gathered 4 instead of 7; BENCHMARKS.md, twenty-ninth session.)
+        began = (job_dir / OUT_DIR / TAKEN_FILE).exists
+        with admission.admitted(needed, record, began) if admission is not None else nullcontext(), self._running(lane):
             slot["admitted"] = time.time()
             outcome = self.executor.run(job_dir, lane.gpu_id)
             slot["ran"] = time.time()

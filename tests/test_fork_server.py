@@ -233,6 +233,10 @@ def test_forked_and_fresh_workers_record_the_same_environment_and_verdicts(tmp_p
         assert fresh["environment"]["executor"]["start"] == "exec"
         for field in ("python", "torch", "triton", "torch_threads", "allow_tf32_matmul", "float32_matmul_precision"):
             assert forked["environment"][field] == fresh["environment"][field], field
+        # The collector on in the job, what the process made before it frozen, however it was started.
+        for started in (forked, fresh):
+            collector = started["environment"]["python_gc"]
+            assert collector["enabled"] and collector["frozen_objects"] > 10_000, collector
         assert forked["verdict"]["status"] == fresh["verdict"]["status"] == "correct"
     # Seen from inside the candidate: the same environment (HOME aside, a folder per sandbox), its own
     # session, the same file-size limit.

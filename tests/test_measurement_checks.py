@@ -236,6 +236,42 @@ def test_the_warm_up_runs_before_the_turn_and_the_samples_after_it(wait_s):
     assert result.window[0] >= taken[0] and result.turn_wait_s >= wait_s
 
 
+@pytest.mark.parametrize("was_on", [True, False])
+def test_no_collection_runs_while_a_pair_is_measured(was_on):
+    """Python's cyclic collector is off from the warm-up to the last sample, whatever a side's calls make, and
+    as it was after: a full collection over torch's stack held the host longer than a short batch's queued work
+    (BENCHMARKS.md, twenty-ninth session)."""
+    import gc
+
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+
+    seen: list[bool] = []
+    collections: list[int] = []  # the collections made so far, at each call
+
+    def side():
+        seen.append(gc.isenabled())
+        collections.append(sum(generation["collections"] for generation in gc.get_stats()))
+        for _ in range(2000):  # cyclic garbage enough to pass generation 0's threshold many times over
+            cycle: list = []
+            cycle.append(cycle)
+
+    settings = TimingSettings(min_samples=4, max_samples=8, batch=2, warmup_ms=0.0, target_noise=0.0)
+    tools = timing_module.Instruments(HostSampler(), _ScriptedNvml([]))
+    (gc.enable if was_on else gc.disable)()
+    try:
+        timing_module.measure_pair(
+            side, side, torch.device("cpu"), settings, "small", 0, tools=tools, turn=lambda: None
+        )
+        assert gc.isenabled() is was_on
+    finally:
+        gc.enable()
+    assert len(seen) == 6 + 16 and not any(seen)
+    assert len(set(collections)) == 1, "a collection ran between the first call and the last"
+
+
 def test_no_batch_is_queued_behind_the_one_that_reaches_the_noise_target():
     """Running one batch ahead, the loop still stops where the rule holds: batch 2 of 4 pairs brings the
     count to min_samples (8) with the noise already under the target, so no batch 3 is queued behind it."""
@@ -387,11 +423,18 @@ def test_the_measurements_set_up_and_its_samples_file_stay_out_of_the_turn(monke
 
 
 def test_the_warm_up_runs_both_sides_in_turn_and_shares_its_time():
-    """Three rounds of the two sides one at a time, then both in turn until ``warmup_ms`` has run in all:
-    the sides share it (it was ``warmup_ms`` per side: about twice the warm-up for nothing it settles)."""
+    """Three rounds of the two sides in one batch (one synchronisation), then both in turn until ``warmup_ms``
+    has run in all: the sides share it (it was ``warmup_ms`` per side: about twice the warm-up for nothing it
+    settles)."""
     from runner.worker.samplers import warm_up
 
     calls: list[str] = []
+    batches: list[int] = []
+
+    class CountingSampler(HostSampler):
+        def launch(self, fns):
+            batches.append(len(fns))
+            return super().launch(fns)
 
     def side(name: str):
         def call():
@@ -400,10 +443,12 @@ def test_the_warm_up_runs_both_sides_in_turn_and_shares_its_time():
 
         return call
 
-    warm_up([side("r"), side("c")], HostSampler(), warmup_ms=0.0)
-    assert calls == ["r", "c"] * 3
+    warm_up([side("r"), side("c")], CountingSampler(), warmup_ms=0.0)
+    assert calls == ["r", "c"] * 3 and batches == [6]
     calls.clear()
-    warm_up([side("r"), side("c")], HostSampler(), warmup_ms=40.0)
+    batches.clear()
+    warm_up([side("r"), side("c")], CountingSampler(), warmup_ms=40.0)
+    assert batches[0] == 6 and len(batches) >= 2 and sum(batches) == len(calls)
     # 2 ms a call or more: 40 ms of both sides is at most 10 rounds; per side it would be 20 calls each.
     assert calls == ["r", "c"] * (len(calls) // 2)
     assert 3 <= len(calls) // 2 <= 10

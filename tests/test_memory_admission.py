@@ -85,6 +85,55 @@ def test_what_just_started_evaluations_have_not_allocated_counts_as_taken(monkey
         thread.join(5)
 
 
+def test_a_promise_counts_from_when_its_worker_begins_the_job(monkeypatch):
+    """At a run's start the first workers wait seconds for the fork server's imports: what they were admitted for
+    counts as taken until ``SETTLE_S`` after each began its job, not after its admission (seven of eight ran out
+    of memory: BENCHMARKS.md, twenty-ninth session); and an evaluation that ended takes its promise with it."""
+    monkeypatch.setattr(memory_admission, "SETTLE_S", 0.3)
+    gpu = FakeGpuMemory(free_gib=20)
+    admission = MemoryAdmission(0, 16 * GIB, read=gpu)
+    release, second_release = threading.Event(), threading.Event()
+    running, running_started = _start_in_thread(admission, {}, release)
+    assert running_started.wait(5)
+    began = threading.Event()
+    second_started = threading.Event()
+
+    def second_body():
+        with admission.admitted(None, {}, began.is_set):
+            second_started.set()
+            second_release.wait(10)
+
+    second = threading.Thread(target=second_body, daemon=True)
+    second.start()
+    assert second_started.wait(5)
+    third_record: dict = {}
+    third, third_started = _start_in_thread(admission, third_record, release)
+    assert not third_started.wait(0.9), "the promise lapsed before its worker began"
+    began.set()
+    assert not third_started.wait(0.15), "the promise lapsed as its worker began"
+    assert third_started.wait(5)  # SETTLE_S after the worker began
+    assert third_record["waited_s"] >= 1.0
+    # An evaluation that ends before its worker began (a sandbox that failed to start) promises nothing more.
+    fourth_began = threading.Event()
+    fourth_done = threading.Event()
+
+    def fourth_body():
+        with admission.admitted(None, {}, fourth_began.is_set):
+            pass
+        fourth_done.set()
+
+    gpu.free = 40 * GIB
+    fourth = threading.Thread(target=fourth_body, daemon=True)
+    fourth.start()
+    assert fourth_done.wait(5)
+    fifth, fifth_started = _start_in_thread(admission, {}, release)
+    assert fifth_started.wait(1), "an ended evaluation's promise still counted"
+    release.set()
+    second_release.set()
+    for thread in (running, second, third, fourth, fifth):
+        thread.join(5)
+
+
 def test_a_start_that_waited_the_limit_goes_ahead(monkeypatch):
     monkeypatch.setattr(memory_admission, "WAIT_LIMIT_S", 0.3)
     admission = MemoryAdmission(0, 16 * GIB, read=FakeGpuMemory(free_gib=1))

@@ -42,6 +42,12 @@ def test_prestart_and_warmup(tmp_path: Path):
     assert len(rows) == 6 and all(row["verdict"] == "correct" for row in rows)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["warmup_s"] > 0
+    # Each worker marked the moment it took its job (the memory admission's promise counts from it), before the job
+    # began and after the orchestrator handed it over.
+    for path in run_dir.glob("jobs/*/out/result.json"):
+        result = json.loads(path.read_text())
+        taken = float((path.parent / "taken").read_text())
+        assert result["environment"]["lane"]["slot"]["admitted"] <= taken <= result["started_at"]
     assert not (run_dir / "warmup").exists()
     assert not list((run_dir / "cache" / "sandboxes").iterdir())
     assert not processes_under(tmp_path)

@@ -7,7 +7,11 @@ memory (BENCHMARKS.md, thirteenth session). The worker calls such an error ``inf
 ``device_memory_taken`` (``runner/worker/memory.py``); here the orchestrator
 
 - starts an evaluation only while the GPU has ``executor.admit_free_gib`` free (NVML), counting what
-  the evaluations it started in the last ``SETTLE_S`` seconds have not allocated yet; one that would
+  the evaluations whose workers began their jobs in the last ``SETTLE_S`` seconds, or have not begun
+  them yet, have not allocated yet (at a run's start the workers wait seconds for the fork server's
+  imports: promises counted from the admission lapsed before anything was allocated, and seven of the
+  first eight evaluations ran out of memory, 5 s of the run with no device work; BENCHMARKS.md,
+  twenty-ninth session); one that would
   wait longer than ``WAIT_LIMIT_S`` starts anyway (recorded), and with none of the run's evaluations
   running on the GPU nothing waits, so a run always moves;
 - runs an evaluation that ended ``device_memory_taken`` once more (``RETRY_REASON``), starting it once
@@ -21,19 +25,42 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from runner.gpu.nvml import device_memory
 
 GIB = 1 << 30
-# How long an admitted evaluation counts as not yet holding what it was admitted for: its worker starts,
-# screens the candidate and makes its first inputs in about a second (H100, warm spares).
+# How long an admitted evaluation counts as not yet holding what it was admitted for once its worker has begun
+# the job: it screens the candidate and makes its first inputs in about a second (H100, warm spares).
 SETTLE_S = 3.0
+# The longest a promise lasts, whether or not its worker has begun (one that never begins holds nothing).
+PROMISE_LIMIT_S = 60.0
 WAIT_LIMIT_S = 300.0
 POLL_S = 0.1
 # The verdict reason a second try answers (runner/worker/memory.py), and how much of the GPU that try waits for.
 RETRY_REASON = "device_memory_taken"
 RETRY_FREE_FRACTION = 0.5
+
+
+@dataclass(eq=False)  # each promise is its own: removed by identity
+class _Promise:
+    """What an admitted evaluation will allocate: its size, when it was admitted, how to tell that its worker
+    has begun the job (None: at once), and when that was first seen."""
+
+    size: int
+    admitted_at: float
+    began: Callable[[], bool] | None
+    began_at: float | None = None
+
+    def holds(self, now: float) -> bool:
+        """Whether it still counts: not past the limit, and its worker not begun ``SETTLE_S`` ago or more."""
+        if now - self.admitted_at >= PROMISE_LIMIT_S:
+            return False
+        if self.began_at is None and (self.began is None or self.began()):
+            self.began_at = now if self.began is not None else self.admitted_at
+        return self.began_at is None or now - self.began_at < SETTLE_S
 
 
 class MemoryAdmission:
@@ -45,12 +72,15 @@ class MemoryAdmission:
         self._read = read  # index -> (free, total) bytes, or None where NVML cannot say
         self._changed = threading.Condition()
         self._running = 0
-        self._promised: list[tuple[float, int]] = []  # (admitted at, bytes) of the last SETTLE_S seconds
+        self._promised: list[_Promise] = []  # the running evaluations' that still count
 
     @contextmanager
-    def admitted(self, free_needed_bytes: int | None = None, record: dict | None = None):
+    def admitted(
+        self, free_needed_bytes: int | None = None, record: dict | None = None, began: Callable[[], bool] | None = None
+    ):
         """Hold an evaluation's start until ``free_needed_bytes`` (default: the lane's) are free; it runs
-        inside the block. ``record`` gets what the wait was and why it ended."""
+        inside the block. ``record`` gets what the wait was and why it ended. ``began``: whether its worker
+        has begun the job, from which its promise's ``SETTLE_S`` count (None: from the admission)."""
         needed = self.free_needed_bytes if free_needed_bytes is None else free_needed_bytes
         record = {} if record is None else record
         started = time.monotonic()
@@ -61,13 +91,16 @@ class MemoryAdmission:
                     break
                 self._changed.wait(POLL_S)
             self._running += 1
-            self._promised.append((time.monotonic(), needed))
+            promise = _Promise(needed, time.monotonic(), began)
+            self._promised.append(promise)
         record.update(needed_gib=round(needed / GIB, 2), waited_s=round(time.monotonic() - started, 3), started=why)
         try:
             yield record
         finally:
             with self._changed:
                 self._running -= 1
+                if promise in self._promised:
+                    self._promised.remove(promise)  # an evaluation that ended allocates nothing more
                 self._changed.notify_all()
 
     def _may_start(self, needed: int, waited: float) -> str | None:
@@ -81,8 +114,8 @@ class MemoryAdmission:
             return "no memory reading"
         free, _ = memory
         now = time.monotonic()
-        self._promised = [(at, size) for at, size in self._promised if now - at < SETTLE_S]
-        promised = sum(size for _, size in self._promised)
+        self._promised = [promise for promise in self._promised if promise.holds(now)]
+        promised = sum(promise.size for promise in self._promised)
         if free - promised >= needed:
             return f"{(free - promised) / GIB:.1f} GiB free"
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import platform
 import sys
@@ -21,6 +22,9 @@ def worker_environment(device: torch.device) -> dict:
         "torch_threads": torch.get_num_threads(),
         "allow_tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        # Python's cyclic collector as the job found it: on, with what the process made before the job frozen
+        # (runner/worker/evaluate.py); the measurement pauses it (runner/worker/timing.py).
+        "python_gc": {"enabled": gc.isenabled(), "frozen_objects": gc.get_freeze_count()},
     }
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)

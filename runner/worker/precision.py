@@ -196,6 +196,10 @@ class PrecisionCheck:
             return
         self.prepare(key, module, dims, device, seed, inputs, outputs32, MAX_TIMED_FLOAT64_ELEMENTS)
 
+    def prepared(self, key: str) -> bool:
+        """Whether ``judge(key, ...)`` has a float64 answer to compare with."""
+        return key in self._prepared
+
     def judge(self, shape_name: str, outputs: list, runtime_checks: list) -> tuple[str, str] | None:
         """Compare trial 0's outputs (already within tolerance) with the float64 answer.
 

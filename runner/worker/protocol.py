@@ -36,6 +36,9 @@ OUT_DIR = "out"
 RESULT_FILE = "result.json"
 SAMPLES_FILE = "samples.json"
 STAGE_FILE = "stage"
+# Written by the worker as it takes its job, before any device work (the stage marker waits for the device's
+# token): the orchestrator's memory admission counts the evaluation's promise from it (runner/gpu/memory_admission.py).
+TAKEN_FILE = "taken"
 # The environment variable naming the output checks' own Triton cache (runner/worker/fused_checks.py).
 CHECKS_CACHE_ENV = "KBENCH_CHECKS_CACHE"
 

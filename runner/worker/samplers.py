@@ -17,24 +17,28 @@ import torch
 
 
 def warm_up(fns, sampler, warmup_ms: float) -> None:
-    """Three rounds of ``fns`` (both sides of a measurement) in turn, one round at a time (the first may
-    compile or load), then the rest of ``warmup_ms``, the sides together, queued in one batch of rounds
-    sized from them: a handful of synchronisations, not one per call. The sides share it: what a warm-up
-    settles (clocks, the caching allocator, lazily loaded code) is the GPU's or each side's first calls,
-    not a time per side (it was ``warmup_ms`` per side, BENCHMARKS.md, thirteenth session)."""
+    """Three rounds of ``fns`` (both sides of a measurement) in turn, queued as one batch (the first calls may
+    compile or load: on the host, as they are queued), then the rest of ``warmup_ms``, the sides together, in
+    batches of rounds sized from the first: a synchronisation per batch, not one per call or round. A warm-up
+    runs beside the last measurement's checks after timing, whose every wait for the device then waits for a
+    time slice too, and the next measurement waits for both (it was three batches of one round: BENCHMARKS.md,
+    twenty-ninth session). The sides share it: what a warm-up settles (clocks, the caching allocator, lazily
+    loaded code) is the GPU's or each side's first calls, not a time per side (it was ``warmup_ms`` per side,
+    BENCHMARKS.md, thirteenth session)."""
     fns = list(fns)
-    spent = 0.0
-    rounds = 0
-    size = 1
-    while rounds < 3 or spent < warmup_ms:
+    rounds = 3
+    times = run_batch(sampler, fns * rounds)[0]
+    spent = sum(times)
+    while spent < warmup_ms and rounds < MAX_WARMUP_ROUNDS:
+        per_round = max(min(sum(times[k : k + len(fns)]) for k in range(0, len(times), len(fns))), 1e-3)
+        size = max(1, min(math.ceil((warmup_ms - spent) / per_round), MAX_WARMUP_ROUNDS - rounds))
         times = run_batch(sampler, fns * size)[0]
         spent += sum(times)
         rounds += size
-        if rounds >= 1000:
-            break
-        if rounds >= 3:
-            per_round = max(min(sum(times[k : k + len(fns)]) for k in range(0, len(times), len(fns))), 1e-3)
-            size = max(1, min(math.ceil((warmup_ms - spent) / per_round), 1000 - rounds))
+
+
+# The most rounds a warm-up runs, whatever ``warmup_ms`` asks for.
+MAX_WARMUP_ROUNDS = 1000
 
 
 def run_batch(sampler, fns, audit=None) -> tuple[list[float], float | None]:

@@ -51,11 +51,13 @@ samples of the same placements would not narrow it.
 from __future__ import annotations
 
 import bisect
+import gc
 import math
 import random
 import statistics
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -94,6 +96,25 @@ def instruments(device: torch.device, settings: TimingSettings) -> Instruments:
     return Instruments(sampler, ClockMonitor(device_uuid(device)))
 
 
+@contextmanager
+def collector_paused():
+    """Python's cyclic collector off for the block, and on again after it where it was on: the host does no
+    collection while it queues samples. Reference counting still frees what the block drops."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+# Python's collector paused for the whole measurement, so no collection lands inside a sample or holds the host
+# while a short batch's queued work runs out: a full one scans every object the process tracks (85 ms over the
+# 207,000 of torch's stack and the worker, this machine; a worker on the H100 held 616,000 as its job began, most
+# of them frozen since: runner/worker/evaluate.py). It was not what idled the GPU around the batches in the turns:
+# that time stayed as it was (BENCHMARKS.md, twenty-ninth session).
+@collector_paused()
 def measure_pair(
     reference,
     candidate,
