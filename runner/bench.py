@@ -59,6 +59,7 @@ def duty(run_dir: Path) -> dict:
     are of the lanes' wall time together (``wall_s`` times the number of lanes)."""
     manifest = json.loads((run_dir / "manifest.json").read_text())
     results = job_results(run_dir)
+    sampled = list(_turns_sampled(run_dir, results))  # every samples file read once, for both turn figures
     measured = sum(r.timing.measured_s for _, r in results if r.timing)
     wall = float(manifest.get("wall_s") or 0.0)
     setup = float(manifest.get("setup_s") or 0.0)
@@ -126,8 +127,8 @@ def duty(run_dir: Path) -> dict:
         "first_to_last_window_s": spans,
         "between_turns": between_turns(lane_results.values()),
         "slot_parts_s": slot_parts(results),
-        "turn_parts_s": turn_parts(run_dir, results),
-        "batches_rest_parts_s": batches_rest_parts(run_dir, results),
+        "turn_parts_s": turn_parts(sampled),
+        "batches_rest_parts_s": batches_rest_parts(sampled),
     }
 
 
@@ -213,17 +214,18 @@ _SLOT_STEPS = (
 )
 
 
-def turn_parts(run_dir: Path, results) -> dict | None:
+def turn_parts(sampled: list) -> dict | None:
     """Where the measurements' turns went, summed over the evaluations, in parts that add up to their exclusive
     windows: the kept samples (what ``measured`` counts), the audit calls (one call of a side closed by a
     device-wide synchronisation, ``timing.py``), from the turn's start to its first batch (a round taken again
     after the hand-over), after its last batch (the audits' judgement, the result), and the rest of the batches
     (the L2 flush before every sample, events, the batches' own gaps and the ones taken again). From each
     evaluation's ``samples.json``; None where none has one (f51 on the H100: samples 277.4 s of 295.5, audits 4.0 s,
-    before the first batch 1.4 s, after the last 0.8 s: BENCHMARKS.md, twenty-fifth session)."""
+    before the first batch 1.4 s, after the last 0.8 s: BENCHMARKS.md, twenty-fifth session). ``sampled``: from
+    ``_turns_sampled``."""
     parts = dict.fromkeys(("samples", "audits", "before_first_batch", "after_last_batch", "batches_rest"), 0.0)
     seen = False
-    for (start, end), raw, samples, audits in _turns_sampled(run_dir, results):
+    for (start, end), raw, samples, audits in sampled:
         seen = True
         batches = raw["batch_window"]
         first, last = min(b[0] for b in batches), max(b[1] for b in batches)
@@ -235,16 +237,16 @@ def turn_parts(run_dir: Path, results) -> dict | None:
     return parts if seen else None
 
 
-def batches_rest_parts(run_dir: Path, results) -> dict | None:
+def batches_rest_parts(sampled: list) -> dict | None:
     """``turn_parts``'s ``batches_rest`` in two parts that add up to it, from each kept batch's span (its first
     sample's start to its last one's end on the sampler's clock, ``batch_span_ms`` in ``samples.json``): between
     the samples inside the batches (on a GPU the L2 flushes after each batch's first, the events, any wait for the
     host's launches) and around them (each batch's first flush and launch, its audit's flush and synchronisation,
     the synchronisation that closes it, the host's work between two batches). None where no samples file has the
-    spans (runs from before the twenty-eighth session)."""
+    spans (runs from before the twenty-eighth session). ``sampled``: from ``_turns_sampled``."""
     parts = {"between_samples": 0.0, "around_batches": 0.0}
     seen = False
-    for _, raw, samples, audits in _turns_sampled(run_dir, results):
+    for _, raw, samples, audits in sampled:
         if raw.get("batch_span_ms") is None:
             continue
         seen = True

@@ -47,7 +47,7 @@ RETRY_FREE_FRACTION = 0.5
 @dataclass(eq=False)  # each promise is its own: removed by identity
 class _Promise:
     """What an admitted evaluation will allocate: its size, when it was admitted, how to tell that its worker
-    has begun the job (None: at once), and when that was first seen."""
+    has begun the job, and when that was first seen (the admission, where there is no telling)."""
 
     size: int
     admitted_at: float
@@ -58,8 +58,8 @@ class _Promise:
         """Whether it still counts: not past the limit, and its worker not begun ``SETTLE_S`` ago or more."""
         if now - self.admitted_at >= PROMISE_LIMIT_S:
             return False
-        if self.began_at is None and (self.began is None or self.began()):
-            self.began_at = now if self.began is not None else self.admitted_at
+        if self.began_at is None and self.began():
+            self.began_at = now
         return self.began_at is None or now - self.began_at < SETTLE_S
 
 
@@ -91,7 +91,8 @@ class MemoryAdmission:
                     break
                 self._changed.wait(POLL_S)
             self._running += 1
-            promise = _Promise(needed, time.monotonic(), began)
+            now = time.monotonic()
+            promise = _Promise(needed, now, began, None if began else now)
             self._promised.append(promise)
         record.update(needed_gib=round(needed / GIB, 2), waited_s=round(time.monotonic() - started, 3), started=why)
         try:

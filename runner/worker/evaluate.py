@@ -549,16 +549,11 @@ class _CheckCost:
 
 
 def _queue_timed_check(expected, outputs, what: str, index: int, tolerance) -> Callable[[], None]:
-    """A check after timing's comparison, queued now; returns the call that reads it (once: later calls return at
-    once) and raises ``_Stop`` where the outputs are wrong."""
+    """A check after timing's comparison, queued now; returns the call that reads it and raises ``_Stop`` where the
+    outputs are wrong (read again, it judges the same values, without a wait)."""
     judge = queue_comparison(as_output_list(expected), as_output_list(outputs), tolerance)
-    read = False
 
     def check() -> None:
-        nonlocal read
-        if read:
-            return
-        read = True
         comparison = judge()
         if not comparison.ok:
             message = f"{what} (input set {index}) is wrong: {comparison.reason}"
