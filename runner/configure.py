@@ -121,6 +121,8 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         raise ConfigError(f"eval.timing.flush_l2_multiple must be over 0, not {cfg.eval.timing.flush_l2_multiple}")
     if not 0 < cfg.eval.timing.audit_share <= 1:
         raise ConfigError(f"eval.timing.audit_share must be over 0 and at most 1, not {cfg.eval.timing.audit_share}")
+    if cfg.eval.timing.batch_min_ms < 0:
+        raise ConfigError(f"eval.timing.batch_min_ms must not be negative, not {cfg.eval.timing.batch_min_ms}")
     if cfg.eval.timing.min_time_s < 0:
         raise ConfigError(f"eval.timing.min_time_s must not be negative, not {cfg.eval.timing.min_time_s}")
     if len(set(cfg.hardware.gpus)) != len(cfg.hardware.gpus) or not cfg.hardware.gpus:

@@ -49,6 +49,8 @@ def test_presets_pick_what_they_promise():
     # The noise target and the warm-up the whole-suite repeatability was measured with (BENCHMARKS.md).
     timing = full.timing
     assert (timing["target_noise"], timing["min_time_s"], timing["warmup_ms"]) == (0.002, 0.5, 0)
+    assert (timing["batch"], timing["batch_min_ms"]) == (20, 50)  # short calls in longer batches
+    assert smoke.timing["batch_min_ms"] == 0  # elsewhere batches of ``batch`` pairs, as before
     assert (full.trials, full.timed_shape_trials) == (5, 2)  # five at the small shape, two at the timed one
 
 
@@ -68,6 +70,7 @@ def test_presets_pick_what_they_promise():
         ("eval.timing.input_sets=-2", "eval.timing.input_sets must be at least 1"),
         ("executor.admit_free_gib=-1", "executor.admit_free_gib must be 0 (off) or more, not -1"),
         ("eval.timing.audit_share=0", "eval.timing.audit_share must be over 0 and at most 1, not 0"),
+        ("eval.timing.batch_min_ms=-1", "eval.timing.batch_min_ms must not be negative, not -1"),
         ("eval.timing.audit_share=1.5", "eval.timing.audit_share must be over 0 and at most 1, not 1.5"),
         ("eval.timing.flush_l2_multiple=0", "eval.timing.flush_l2_multiple must be over 0, not 0"),
     ],

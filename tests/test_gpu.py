@@ -173,6 +173,27 @@ def test_a_batchs_span_holds_its_samples_and_lies_inside_its_window():
         assert sum(times) + (len(times) - 1) * flush_ms <= span <= 1000 * (closed - launched) + 0.05
 
 
+def test_a_short_kernels_batches_last_batch_min_ms():
+    """A kernel of some microseconds with ``batch_min_ms``: its batches hold more than ``batch`` pairs, each
+    kept batch's span lasting about ``batch_min_ms`` or more (the warm-up's shortest round sizes them)."""
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+
+    x = torch.randn(1 << 22, device="cuda")
+    settings = TimingSettings(
+        min_samples=40, max_samples=2000, batch=5, batch_min_ms=2.0, warmup_ms=0.0, target_noise=0.0
+    )
+    tools = timing_module.instruments(torch.device("cuda"), settings)
+    timing, raw = timing_module.measure_pair(
+        lambda: x * 2.0, lambda: x + x, torch.device("cuda"), settings, "perf", 3, tools=tools
+    )
+    assert timing.batch_pairs > 5
+    assert len(raw["order"]) == 2 * timing.batch_pairs * len(raw["batch_span_ms"])
+    assert min(raw["batch_span_ms"]) >= 0.8 * settings.batch_min_ms
+
+
 def test_validator_measures_perf_shapes_on_gpu(tmp_path):
     proc = kbench(
         "tasks", "validate", "--suite", "smoke", "--device", "cuda", "--json", str(tmp_path / "v.json"), cwd=tmp_path

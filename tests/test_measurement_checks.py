@@ -272,6 +272,38 @@ def test_no_collection_runs_while_a_pair_is_measured(was_on):
     assert len(set(collections)) == 1, "a collection ran between the first call and the last"
 
 
+@pytest.mark.parametrize(
+    ("pair_ms", "pairs"), [(5.0, 20), (2.5, 20), (1.25, 40), (0.6, 160), (0.001, 1280), (0.0, 1280)]
+)
+def test_a_batch_holds_the_least_power_of_two_pairs_that_lasts_batch_min_ms(pair_ms, pairs):
+    from runner.worker.protocol import TimingSettings
+    from runner.worker.timing import batch_pairs
+
+    assert batch_pairs(TimingSettings(batch=20, batch_min_ms=50.0), pair_ms) == pairs
+    assert batch_pairs(TimingSettings(batch=20), pair_ms) == 20  # 0 (the default): ``batch`` pairs
+
+
+def test_short_calls_are_sampled_in_longer_batches():
+    """Calls far shorter than ``batch_min_ms``: each batch holds the most pairs (``batch`` times
+    2 ** MAX_BATCH_DOUBLINGS), every batch alike, and the result says how many."""
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+
+    settings = TimingSettings(
+        min_samples=4, max_samples=512, batch=2, batch_min_ms=1000.0, warmup_ms=0.0, target_noise=0.0
+    )
+    tools = timing_module.Instruments(HostSampler(), _ScriptedNvml([]))
+    result, raw = timing_module.measure_pair(
+        lambda: None, lambda: None, torch.device("cpu"), settings, "small", 0, tools=tools
+    )
+    pairs = 2 * 2**timing_module.MAX_BATCH_DOUBLINGS
+    assert result.batch_pairs == pairs
+    assert len(raw["order"]) == 2 * pairs * len(raw["batch_window"]) and len(raw["batch_window"]) >= 1
+    assert result.reference.samples % pairs == 0
+
+
 def test_no_batch_is_queued_behind_the_one_that_reaches_the_noise_target():
     """Running one batch ahead, the loop still stops where the rule holds: batch 2 of 4 pairs brings the
     count to min_samples (8) with the noise already under the target, so no batch 3 is queued behind it."""

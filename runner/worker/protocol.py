@@ -58,6 +58,11 @@ class TimingSettings:
     min_time_s: float = 0.0
     time_cap_s: float = 10.0
     batch: int = 20
+    # A batch's least GPU time: where the warm-up's calls say ``batch`` pairs take less, a batch holds ``batch``
+    # times the least power of two pairs that take this long, so the host's work per batch (launching it, the
+    # clock reading: 2-5 ms on the H100, up to 46; the judgement) runs while the GPU still has the batch queued
+    # (BENCHMARKS.md, twenty-ninth session). 0: ``batch`` pairs, whatever they take.
+    batch_min_ms: float = 0.0
     # The warm-up before the samples: three calls of each side, then both sides in turn until this much
     # time (the two sides together) has run; none of it is kept (samplers.warm_up).
     warmup_ms: float = 25.0
@@ -151,6 +156,7 @@ class Timing:
     weight_copies: int = 1  # each side's weights at this many addresses, one copy per placement (placements.py)
     placement_spread: float | None = None  # the placements' speedups: largest over smallest, minus 1
     placement_noise: float | None = None  # standard error of their mean, relative to it
+    batch_pairs: int | None = None  # pairs per batch (TimingSettings.batch, more where ``batch_min_ms`` asks)
 
 
 @dataclass

@@ -16,7 +16,7 @@ import time
 import torch
 
 
-def warm_up(fns, sampler, warmup_ms: float) -> None:
+def warm_up(fns, sampler, warmup_ms: float) -> float:
     """Three rounds of ``fns`` (both sides of a measurement) in turn, queued as one batch (the first calls may
     compile or load: on the host, as they are queued), then the rest of ``warmup_ms``, the sides together, in
     batches of rounds sized from the first: a synchronisation per batch, not one per call or round. A warm-up
@@ -24,17 +24,24 @@ def warm_up(fns, sampler, warmup_ms: float) -> None:
     time slice too, and the next measurement waits for both (it was three batches of one round: BENCHMARKS.md,
     twenty-ninth session). The sides share it: what a warm-up settles (clocks, the caching allocator, lazily
     loaded code) is the GPU's or each side's first calls, not a time per side (it was ``warmup_ms`` per side,
-    BENCHMARKS.md, thirteenth session)."""
+    BENCHMARKS.md, thirteenth session). Returns the shortest of the first three rounds, ms."""
     fns = list(fns)
     rounds = 3
     times = run_batch(sampler, fns * rounds)[0]
+    shortest = _shortest_round(times, len(fns))
     spent = sum(times)
     while spent < warmup_ms and rounds < MAX_WARMUP_ROUNDS:
-        per_round = max(min(sum(times[k : k + len(fns)]) for k in range(0, len(times), len(fns))), 1e-3)
+        per_round = max(_shortest_round(times, len(fns)), 1e-3)
         size = max(1, min(math.ceil((warmup_ms - spent) / per_round), MAX_WARMUP_ROUNDS - rounds))
         times = run_batch(sampler, fns * size)[0]
         spent += sum(times)
         rounds += size
+    return shortest
+
+
+def _shortest_round(times: list[float], width: int) -> float:
+    """The shortest round among a batch's times, ``width`` calls a round."""
+    return min(sum(times[k : k + width]) for k in range(0, len(times), width))
 
 
 # The most rounds a warm-up runs, whatever ``warmup_ms`` asks for.

@@ -152,7 +152,8 @@ def measure_pair(
             torch.cuda.synchronize(device)
     tools = tools or instruments(device, settings)
     sampler, monitor = tools.sampler, tools.monitor
-    warm_up([references[0], candidates[0]], sampler, settings.warmup_ms)  # other placements: same code
+    pair_ms = warm_up([references[0], candidates[0]], sampler, settings.warmup_ms)  # other placements: same code
+    batch = batch_pairs(settings, pair_ms)
     waited = 0.0
     if turn is not None:
         asked = time.perf_counter()
@@ -204,7 +205,7 @@ def measure_pair(
         )
         if not stopping and not last_likely and len(samples["reference"]) + waiting < settings.max_samples:
             launched += 1
-            order = _batch_order(rng, settings.batch)
+            order = _batch_order(rng, batch)
             # The side with fewer audits kept while one has fewer than MIN_AUDITS (queued ones counted), from a
             # random start; then one side, alternating, where a draw under ``audit_share`` says so (its own
             # generator: the order above stays the seed's).
@@ -288,10 +289,10 @@ def measure_pair(
     ref = _summarise(samples["reference"])
     cand = _summarise(samples["candidate"])
     medians = {"reference": ref.median_ms, "candidate": cand.median_ms}
-    gaps, recheck, rechecked = _judged_sync_gaps(audits, medians, sampler, placements, rng, settings.batch)
+    gaps, recheck, rechecked = _judged_sync_gaps(audits, medians, sampler, placements, rng, batch)
     wall = time.perf_counter() - started
     kept_clocks = [c for c in clocks["reference"] if c is not None]
-    spread, placement_noise = _placement_spread(samples, placed, settings.batch)
+    spread, placement_noise = _placement_spread(samples, placed, batch)
     timing = Timing(
         clock=sampler.clock,
         shape=shape,
@@ -318,6 +319,7 @@ def measure_pair(
         placements=len(placements),
         placement_spread=spread,
         placement_noise=placement_noise,
+        batch_pairs=batch,
     )
     raw = {
         "unit": "ms",
@@ -388,6 +390,22 @@ def _judged_sync_gaps(
 def _sync_gaps(audits: dict, medians: dict) -> dict:
     """Each audited side's median audit minus the median of its samples (``medians``, by side), in ms."""
     return {side: statistics.median(audits[side]) - medians[side] for side in _SIDES if audits[side]}
+
+
+# The most times ``TimingSettings.batch`` a batch holds, however short its calls (1,280 pairs at the default 20).
+MAX_BATCH_DOUBLINGS = 6
+
+
+def batch_pairs(settings: TimingSettings, pair_ms: float) -> int:
+    """The pairs in each batch of a measurement whose pair of calls took ``pair_ms`` in the warm-up: ``batch``
+    times the least power of two (up to ``2 ** MAX_BATCH_DOUBLINGS``) for which they take ``batch_min_ms``. Powers
+    of two, so the warm-up's jitter seldom changes a rerun's batches (and its order of samples, drawn per batch)."""
+    pairs = settings.batch
+    for _ in range(MAX_BATCH_DOUBLINGS):
+        if pairs * pair_ms >= settings.batch_min_ms:
+            break
+        pairs *= 2
+    return pairs
 
 
 def _batch_order(rng: random.Random, batch: int) -> list[str]:
