@@ -279,8 +279,20 @@ def test_a_batch_holds_the_least_power_of_two_pairs_that_lasts_batch_min_ms(pair
     from runner.worker.protocol import TimingSettings
     from runner.worker.timing import batch_pairs
 
-    assert batch_pairs(TimingSettings(batch=20, batch_min_ms=50.0), pair_ms) == pairs
+    assert batch_pairs(TimingSettings(batch=20, batch_min_ms=50.0, max_samples=100_000), pair_ms) == pairs
     assert batch_pairs(TimingSettings(batch=20), pair_ms) == 20  # 0 (the default): ``batch`` pairs
+
+
+def test_a_measurement_stopped_at_max_samples_still_has_batches_enough():
+    """However short the calls, a batch holds at most ``max_samples / MIN_BATCHES_AT_CAP`` pairs (as a power of two
+    times ``batch``): a measurement the sample cap stops keeps room for both sides' audits and every placement."""
+    from runner.worker.protocol import TimingSettings
+    from runner.worker.timing import MIN_BATCHES_AT_CAP, batch_pairs
+
+    settings = TimingSettings(batch=20, batch_min_ms=50.0, max_samples=5000)
+    assert batch_pairs(settings, 0.001) == 160  # 250 allowed: 20, 40, 80, 160
+    assert settings.max_samples // batch_pairs(settings, 0.001) >= MIN_BATCHES_AT_CAP
+    assert batch_pairs(TimingSettings(batch=20, batch_min_ms=50.0, max_samples=100), 0.001) == 20
 
 
 def test_short_calls_are_sampled_in_longer_batches():
@@ -292,7 +304,7 @@ def test_short_calls_are_sampled_in_longer_batches():
     from runner.worker.protocol import TimingSettings
 
     settings = TimingSettings(
-        min_samples=4, max_samples=512, batch=2, batch_min_ms=1000.0, warmup_ms=0.0, target_noise=0.0
+        min_samples=4, max_samples=4096, batch=2, batch_min_ms=1000.0, warmup_ms=0.0, target_noise=0.0
     )
     tools = timing_module.Instruments(HostSampler(), _ScriptedNvml([]))
     result, raw = timing_module.measure_pair(

@@ -16,7 +16,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-PROTOCOL_VERSION = 1
+# 2: the job's timing holds ``batch_min_ms``, which a worker of protocol 1 refuses (its image: rebuild it).
+PROTOCOL_VERSION = 2
 RESULT_SCHEMA = "kbench.result/1"
 
 VERDICTS = (
@@ -61,7 +62,8 @@ class TimingSettings:
     # A batch's least GPU time: where the warm-up's calls say ``batch`` pairs take less, a batch holds ``batch``
     # times the least power of two pairs that take this long, so the host's work per batch (launching it, the
     # clock reading: 2-5 ms on the H100, up to 46; the judgement) runs while the GPU still has the batch queued
-    # (BENCHMARKS.md, twenty-ninth session). 0: ``batch`` pairs, whatever they take.
+    # (BENCHMARKS.md, twenty-ninth session); at most 64 times ``batch``, and ``max_samples`` / 20 pairs
+    # (runner/worker/timing.py). 0: ``batch`` pairs, whatever they take.
     batch_min_ms: float = 0.0
     # The warm-up before the samples: three calls of each side, then both sides in turn until this much
     # time (the two sides together) has run; none of it is kept (samplers.warm_up).

@@ -394,15 +394,20 @@ def _sync_gaps(audits: dict, medians: dict) -> dict:
 
 # The most times ``TimingSettings.batch`` a batch holds, however short its calls (1,280 pairs at the default 20).
 MAX_BATCH_DOUBLINGS = 6
+# A measurement stopped by ``max_samples`` still has this many batches: room for the audits of both sides
+# (``MIN_AUDITS`` each, one a batch) and a batch at each placement, and for judging the batches apart.
+MIN_BATCHES_AT_CAP = 20
 
 
 def batch_pairs(settings: TimingSettings, pair_ms: float) -> int:
     """The pairs in each batch of a measurement whose pair of calls took ``pair_ms`` in the warm-up: ``batch``
-    times the least power of two (up to ``2 ** MAX_BATCH_DOUBLINGS``) for which they take ``batch_min_ms``. Powers
-    of two, so the warm-up's jitter seldom changes a rerun's batches (and its order of samples, drawn per batch)."""
+    times the least power of two (up to ``2 ** MAX_BATCH_DOUBLINGS``, and no more than ``max_samples`` over
+    ``MIN_BATCHES_AT_CAP``) for which they take ``batch_min_ms``. Powers of two, so the warm-up's jitter seldom
+    changes a rerun's batches (and its order of samples, drawn per batch)."""
     pairs = settings.batch
+    most = max(settings.batch, settings.max_samples // MIN_BATCHES_AT_CAP)
     for _ in range(MAX_BATCH_DOUBLINGS):
-        if pairs * pair_ms >= settings.batch_min_ms:
+        if pairs * pair_ms >= settings.batch_min_ms or pairs * 2 > most:
             break
         pairs *= 2
     return pairs
