@@ -168,6 +168,34 @@ def test_throttled_batches_are_taken_again_with_one_clock_read_per_batch():
     assert set(raw["sm_clock_mhz"]["reference"]) == {1980}
 
 
+def test_the_opening_clock_reading_is_taken_before_the_turn_and_a_slowdown_meanwhile_counts_against_batch_1():
+    """NVML's first reading comes before the turn (2-5 ms on the H100, then beside the last measurement's checks
+    after timing); the thermal violation counter growing while the turn is awaited throws the first batch away."""
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+
+    class WaitedMonitor(_ScriptedNvml):
+        def __init__(self):
+            super().__init__([])
+            self.reads_at_turn = None
+
+        def turn(self):
+            self.reads_at_turn = self.reads
+            self.thermal_ns += 1_000_000  # a thermal slowdown while the turn is awaited
+
+    monitor = WaitedMonitor()
+    settings = TimingSettings(min_samples=4, max_samples=8, batch=2, warmup_ms=0.0, target_noise=0.0, time_cap_s=30)
+    tools = timing_module.Instruments(HostSampler(), monitor)
+    result, raw = timing_module.measure_pair(
+        lambda: None, lambda: None, torch.device("cpu"), settings, "small", 0, tools=tools, turn=monitor.turn
+    )
+    assert monitor.reads_at_turn == 1
+    assert result.throttled_batches == 1 and raw["throttled_batches"][0]["after_samples"] == 0
+    assert result.reference.samples == 8  # retaken
+
+
 def test_a_throttled_batch_waits_for_the_slowdown_to_clear_before_it_is_retaken():
     slowed = (0x20, 0)  # sw_thermal_slowdown set: the readings during batches 1 and 2, and two while idle
     monitor = _ScriptedNvml([COOL, slowed, slowed, slowed, slowed])

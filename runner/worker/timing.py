@@ -154,6 +154,10 @@ def measure_pair(
     sampler, monitor = tools.sampler, tools.monitor
     pair_ms = warm_up([references[0], candidates[0]], sampler, settings.warmup_ms)  # other placements: same code
     batch = batch_pairs(settings, pair_ms)
+    # The reading before the first batch, taken before the turn: its 2-5 ms (NVML, on the H100) then run beside the
+    # last measurement's checks after timing, not in the turn. Whatever slowed the GPU from here to the first batch
+    # counts against that batch, which is then taken again.
+    readings = [monitor.read()] if monitor.available else None
     waited = 0.0
     if turn is not None:
         asked = time.perf_counter()
@@ -193,7 +197,6 @@ def measure_pair(
     # One batch ahead: batch j is queued before batch j - 1 is judged, so the NVML reading, the judgement
     # and the noise of j - 1 happen while the GPU runs j. The reading taken after j's launch falls inside j;
     # the ones taken one cycle before and after it bracket j whole (``readings[-3:]`` when j is judged).
-    readings = [monitor.read()] if monitor.available else None
     pending: _Queued | None = None  # queued last cycle, closed, not judged yet
     while True:
         current = None
