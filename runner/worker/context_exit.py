@@ -1,0 +1,49 @@
+"""How a worker's CUDA context ends: reset by the driver's API before the process exits, not torn down by the exit.
+
+A process that exits holding a CUDA context stalls the whole GPU for every other context: on the H100 (driver
+580), while one process measured batches of about 40 ms, each exit of another process (``os._exit``, a context with
+0-4 GiB allocated) held its next batch's start back by 13-24 ms, four at once by up to 80 ms, and in a full suite
+the exit of the evaluation that had just measured (about 0.2 s into the next one's turn) was in 2 s of the 4 s of
+GPU idle around the batches. The same context reset first with ``cuDevicePrimaryCtxReset`` (0.25-0.27 s of the
+exiting process's own time) and then exited stalled nothing: no gap over 0.2 ms in the batches beside it
+(BENCHMARKS.md, thirtieth session). Nor does the token help to place the exit: a flock held across ``os._exit``
+is let go at once, a fifth of a second before the stall.
+
+``reset_cuda_context`` is the last device call of a worker, after its result is on disk; a failure to reset is
+ignored (the exit then tears the context down as before). On a CPU, or where CUDA was never initialised, it does
+nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+
+
+def reset_cuda_context() -> float | None:
+    """Reset this process's primary CUDA context, if it made one; the seconds that took, or None where there was
+    none to reset or the reset failed. Nothing of the device may be used afterwards: the caller exits."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_initialized():
+        return None
+    started = time.perf_counter()
+    try:
+        try:
+            torch.cuda.synchronize()  # what is queued finishes first
+            # The cached blocks back to the driver at once (a few ms for GiBs, no stall beside it on the H100), so
+            # the memory admission sees them free before the reset's quarter of a second is over.
+            torch.cuda.empty_cache()
+        except RuntimeError:  # a sticky error: reset all the same
+            pass
+        driver = ctypes.CDLL("libcuda.so.1")  # loaded already (torch's context): no second copy
+        device = ctypes.c_int()
+        if driver.cuDeviceGet(ctypes.byref(device), torch.cuda.current_device()) != 0:
+            return None
+        if driver.cuDevicePrimaryCtxReset(device) != 0:
+            return None
+    except (OSError, RuntimeError, AttributeError):  # no driver library, or no such entry point: exit as before
+        return None
+    return time.perf_counter() - started
