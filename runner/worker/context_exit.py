@@ -9,9 +9,9 @@ exiting process's own time) and then exited stalled nothing: no gap over 0.2 ms 
 (BENCHMARKS.md, thirtieth session). Nor does the token help to place the exit: a flock held across ``os._exit``
 is let go at once, a fifth of a second before the stall.
 
-``reset_cuda_context`` is the last device call of a worker, after its result is on disk; a failure to reset is
-ignored (the exit then tears the context down as before). On a CPU, or where CUDA was never initialised, it does
-nothing.
+``reset_cuda_context`` is the last device call of a worker, after its result is on disk. Where the driver cannot
+reset the context it says why (``ContextNotReset``): the worker notes that in its stderr log and exits, which tears
+the context down as before. On a CPU, or where CUDA was never initialised, there is nothing to reset.
 """
 
 from __future__ import annotations
@@ -20,9 +20,13 @@ import ctypes
 import time
 
 
+class ContextNotReset(RuntimeError):
+    """The driver could not be reached or refused the reset; the exit will tear the context down instead."""
+
+
 def reset_cuda_context() -> float | None:
-    """Reset this process's primary CUDA context, if it made one; the seconds that took, or None where there was
-    none to reset or the reset failed. Nothing of the device may be used afterwards: the caller exits."""
+    """Reset this process's primary CUDA context, if it made one: the seconds that took, None where it made none.
+    Nothing of the device may be used afterwards: the caller exits."""
     try:
         import torch
     except ImportError:
@@ -31,19 +35,25 @@ def reset_cuda_context() -> float | None:
         return None
     started = time.perf_counter()
     try:
-        try:
-            torch.cuda.synchronize()  # what is queued finishes first
-            # The cached blocks back to the driver at once (a few ms for GiBs, no stall beside it on the H100), so
-            # the memory admission sees them free before the reset's quarter of a second is over.
-            torch.cuda.empty_cache()
-        except RuntimeError:  # a sticky error: reset all the same
-            pass
+        ordinal = torch.cuda.current_device()
+    except RuntimeError as exc:
+        raise ContextNotReset(f"the current device is not known: {exc}"[:300]) from None
+    try:
+        torch.cuda.synchronize()  # what is queued finishes first
+        # The cached blocks back to the driver at once (a few ms for GiBs, no stall beside it on the H100), so the
+        # memory admission sees them free before the reset's quarter of a second is over.
+        torch.cuda.empty_cache()
+    except RuntimeError:  # a sticky error (an illegal address, say): the reset clears it all the same
+        pass
+    try:
         driver = ctypes.CDLL("libcuda.so.1")  # loaded already (torch's context): no second copy
-        device = ctypes.c_int()
-        if driver.cuDeviceGet(ctypes.byref(device), torch.cuda.current_device()) != 0:
-            return None
-        if driver.cuDevicePrimaryCtxReset(device) != 0:
-            return None
-    except (OSError, RuntimeError, AttributeError):  # no driver library, or no such entry point: exit as before
-        return None
+    except OSError as exc:
+        raise ContextNotReset(f"the driver library: {exc}") from None
+    device = ctypes.c_int()
+    status = driver.cuDeviceGet(ctypes.byref(device), ordinal)
+    if status != 0:
+        raise ContextNotReset(f"cuDeviceGet({ordinal}) returned CUDA error {status}")
+    status = driver.cuDevicePrimaryCtxReset(device)
+    if status != 0:
+        raise ContextNotReset(f"cuDevicePrimaryCtxReset returned CUDA error {status}")
     return time.perf_counter() - started
