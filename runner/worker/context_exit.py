@@ -19,6 +19,8 @@ from __future__ import annotations
 import ctypes
 import time
 
+import torch
+
 
 class ContextNotReset(RuntimeError):
     """The driver could not be reached or refused the reset; the exit will tear the context down instead."""
@@ -27,10 +29,6 @@ class ContextNotReset(RuntimeError):
 def reset_cuda_context() -> float | None:
     """Reset this process's primary CUDA context, if it made one: the seconds that took, None where it made none.
     Nothing of the device may be used afterwards: the caller exits."""
-    try:
-        import torch
-    except ImportError:
-        return None
     if not torch.cuda.is_initialized():
         return None
     started = time.perf_counter()
