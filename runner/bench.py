@@ -216,24 +216,25 @@ _SLOT_STEPS = (
 
 def turn_parts(sampled: list) -> dict | None:
     """Where the measurements' turns went, summed over the evaluations, in parts that add up to their exclusive
-    windows: the kept samples (what ``measured`` counts), the audit calls (one call of a side closed by a
-    device-wide synchronisation, ``timing.py``), from the turn's start to its first batch (a round taken again
-    after the hand-over), after its last batch (the audits' judgement, the result), and the rest of the batches
-    (the L2 flush before every sample, events, the batches' own gaps and the ones taken again). From each
+    windows: the kept samples (what ``measured`` counts: the batches' and the audited calls kept as samples), the
+    rest of the audit calls (one call of a side closed by a device-wide synchronisation, ``timing.py``: the
+    synchronisation, and the whole call where it was not kept), from the turn's start to its first batch (a round
+    taken again after the hand-over), after its last batch (the audits' judgement, the result), and the rest of the
+    batches (the L2 flush before every sample, events, the batches' own gaps and the ones taken again). From each
     evaluation's ``samples.json``; None where none has one (f51 on the H100: samples 277.4 s of 295.5, audits 4.0 s,
     before the first batch 1.4 s, after the last 0.8 s: BENCHMARKS.md, twenty-fifth session). ``sampled``: from
     ``_turns_sampled``."""
     parts = dict.fromkeys(("samples", "audits", "before_first_batch", "after_last_batch", "batches_rest"), 0.0)
     seen = False
-    for (start, end), raw, samples, audits in sampled:
+    for (start, end), raw, batched, audit_calls, audit_samples in sampled:
         seen = True
         batches = raw["batch_window"]
         first, last = min(b[0] for b in batches), max(b[1] for b in batches)
-        parts["samples"] += samples
-        parts["audits"] += audits
+        parts["samples"] += batched + audit_samples
+        parts["audits"] += audit_calls - audit_samples
         parts["before_first_batch"] += first - start
         parts["after_last_batch"] += end - last
-        parts["batches_rest"] += (last - first) - samples - audits
+        parts["batches_rest"] += (last - first) - batched - audit_calls
     return parts if seen else None
 
 
@@ -246,21 +247,23 @@ def batches_rest_parts(sampled: list) -> dict | None:
     spans (runs from before the twenty-eighth session). ``sampled``: from ``_turns_sampled``."""
     parts = {"between_samples": 0.0, "around_batches": 0.0}
     seen = False
-    for _, raw, samples, audits in sampled:
+    for _, raw, batched, audit_calls, _ in sampled:
         if raw.get("batch_span_ms") is None:
             continue
         seen = True
         batches = raw["batch_window"]
         spanned = sum(raw["batch_span_ms"]) / 1000.0
         first, last = min(b[0] for b in batches), max(b[1] for b in batches)
-        parts["between_samples"] += spanned - samples
-        parts["around_batches"] += (last - first) - spanned - audits
+        parts["between_samples"] += spanned - batched
+        parts["around_batches"] += (last - first) - spanned - audit_calls
     return parts if seen else None
 
 
 def _turns_sampled(run_dir: Path, results):
     """Per evaluation measured in one turn whose ``samples.json`` has its batches: the turn (start, end), the raw
-    samples, and the seconds of its kept samples and of its audit calls."""
+    samples, and the seconds of its batches' kept samples, of its audit calls (each from its start event to the
+    end event after its synchronisation) and of the audited calls kept as samples (none before the thirty-first
+    session), which lie inside the audit calls."""
     for _, result in results:
         record = result.environment.get("device_token", {})
         turns = [(start, end) for start, end, mode in token_windows(record) if mode == EXCLUSIVE]
@@ -270,9 +273,10 @@ def _turns_sampled(run_dir: Path, results):
         raw = json.loads(path.read_text())
         if not raw.get("batch_window"):
             continue
-        samples = (sum(raw["reference"]) + sum(raw["candidate"])) / 1000.0
-        audits = sum(sum(times) for times in raw.get("sync_audit", {}).values()) / 1000.0
-        yield turns[0], raw, samples, audits
+        batched = (sum(raw["reference"]) + sum(raw["candidate"])) / 1000.0
+        audit_calls = sum(sum(times) for times in raw.get("sync_audit", {}).values()) / 1000.0
+        audit_samples = sum(sum(times) for times in raw.get("audit_samples", {}).values()) / 1000.0
+        yield turns[0], raw, batched, audit_calls, audit_samples
 
 
 def slot_parts(results) -> dict | None:

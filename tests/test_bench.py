@@ -115,6 +115,19 @@ def test_the_turn_parts_add_up_to_the_turns(two_passes, tmp_path: Path):
     assert sum(parts.values()) == pytest.approx(figures["exclusive_s"])
     assert parts["samples"] == pytest.approx(figures["measured_s"])
     assert parts["before_first_batch"] >= 0 and parts["after_last_batch"] >= 0 and parts["batches_rest"] >= 0, parts
+    # A GPU's samples file (protocol 3): audit calls of 2 and 3 ms, the first one's call kept as a 1.5 ms sample.
+    # The kept call is a sample; the rest of the audits stays theirs; the parts still add up to the turns.
+    run, results = _copy_of(two_passes[0], tmp_path / "audited")
+    path = results[0].parent / "samples.json"
+    raw = json.loads(path.read_text())
+    raw["sync_audit"] = {"reference": [2.0], "candidate": [3.0]}
+    raw["audit_samples"] = {"reference": [1.5], "candidate": []}
+    path.write_text(json.dumps(raw))
+    audited = duty(run)["turn_parts_s"]
+    assert audited["samples"] == pytest.approx(parts["samples"] + 0.0015)
+    assert audited["audits"] == pytest.approx(parts["audits"] + 0.0035)
+    assert audited["batches_rest"] == pytest.approx(parts["batches_rest"] - 0.005)
+    assert sum(audited.values()) == pytest.approx(sum(parts.values()))
     run, results = _copy_of(two_passes[0], tmp_path)
     (results[0].parent / "samples.json").unlink()
     fewer = duty(run)

@@ -194,6 +194,51 @@ def test_a_short_kernels_batches_last_batch_min_ms():
     assert min(raw["batch_span_ms"]) >= 0.8 * settings.batch_min_ms
 
 
+def test_an_audited_call_is_a_sample_where_its_batch_hid_its_launch_and_not_otherwise():
+    """The CUDA sampler's audited call between its own start event and the one right after it: a sample where the
+    batch still ran once the call was queued (as the batch's samples of the same call, each after its L2 flush),
+    none where the GPU had run out of queued work first; the audit's own time is there either way. A measurement
+    keeps its audits' calls as samples of their side."""
+    import statistics
+    import time
+
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+    from runner.worker.samplers import CudaSampler
+
+    x = torch.randn(1 << 26, device="cuda")  # 256 MiB: about 0.2 ms a call on an H100
+
+    def call():
+        torch.relu(x)
+
+    sampler = CudaSampler(torch.device("cuda"), cold=True, device_sync=False, l2_multiple=2.0)
+    kept, batched = [], []
+    for _ in range(5):
+        handle = sampler.launch([call] * 40)
+        sampler.close(handle, call)
+        times, audit_ms = sampler.times(handle)
+        sample = sampler.audit_sample(handle)
+        assert sample is not None and audit_ms >= sample
+        kept.append(sample)
+        batched += times
+    assert abs(statistics.median(kept) / statistics.median(batched) - 1) < 0.05
+    handle = sampler.launch([call] * 2)
+    time.sleep(0.05)  # the GPU has done the batch before the audit call is queued
+    sampler.close(handle, call)
+    assert sampler.times(handle)[1] is not None and sampler.audit_sample(handle) is None
+
+    settings = TimingSettings(min_samples=40, max_samples=400, batch=5, batch_min_ms=50.0, warmup_ms=0.0)
+    tools = timing_module.instruments(torch.device("cuda"), settings)
+    timing, raw = timing_module.measure_pair(call, call, torch.device("cuda"), settings, "perf", 3, tools=tools)
+    assert timing.audit_samples >= 2 * timing_module.MIN_AUDITS
+    for side in ("reference", "candidate"):
+        assert len(raw["audit_samples"][side]) <= len(raw["sync_audit"][side])
+        assert getattr(timing, side).samples == len(raw[side]) + len(raw["audit_samples"][side])
+        assert all(clock for clock in raw["audit_sample_clock_mhz"][side]) or not timing.sm_clock_mhz
+
+
 # A process with a CUDA context (and 1 GiB allocated) that exits when told to, its context reset first or not.
 _EXITING_PROCESS = """
 import os, sys, torch

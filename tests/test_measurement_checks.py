@@ -494,11 +494,12 @@ def test_the_measurements_set_up_and_its_samples_file_stay_out_of_the_turn(monke
     assert len(json.loads((tmp_path / "out" / SAMPLES_FILE).read_text())["reference"]) == 8
 
 
-def test_the_warm_up_runs_both_sides_in_turn_and_shares_its_time():
-    """Three rounds of the two sides in one batch (one synchronisation), then both in turn until ``warmup_ms``
-    has run in all: the sides share it (it was ``warmup_ms`` per side: about twice the warm-up for nothing it
-    settles)."""
-    from runner.worker.samplers import warm_up
+@pytest.mark.parametrize("call_ms, rounds", [(2.0, 1), (0.1, 3)])
+def test_the_warm_up_runs_both_sides_in_turn_and_shares_its_time(call_ms, rounds):
+    """One round of the two sides, two more in one batch (one synchronisation) where it was shorter than
+    ``LONG_ROUND_MS``, then both in turn until ``warmup_ms`` has run in all: the sides share it (it was
+    ``warmup_ms`` per side: about twice the warm-up for nothing it settles)."""
+    from runner.worker.samplers import LONG_ROUND_MS, warm_up
 
     calls: list[str] = []
     batches: list[int] = []
@@ -511,19 +512,21 @@ def test_the_warm_up_runs_both_sides_in_turn_and_shares_its_time():
     def side(name: str):
         def call():
             calls.append(name)
-            time.sleep(0.002)
+            time.sleep(call_ms / 1000.0)
 
         return call
 
-    warm_up([side("r"), side("c")], CountingSampler(), warmup_ms=0.0)
-    assert calls == ["r", "c"] * 3 and batches == [6]
+    assert (2 * call_ms >= LONG_ROUND_MS) == (rounds == 1)
+    shortest = warm_up([side("r"), side("c")], CountingSampler(), warmup_ms=0.0)
+    assert calls == ["r", "c"] * rounds and batches == [2] + [4] * (rounds == 3)
+    assert shortest >= 2 * call_ms
     calls.clear()
     batches.clear()
     warm_up([side("r"), side("c")], CountingSampler(), warmup_ms=40.0)
-    assert batches[0] == 6 and len(batches) >= 2 and sum(batches) == len(calls)
-    # 2 ms a call or more: 40 ms of both sides is at most 10 rounds; per side it would be 20 calls each.
+    assert batches[0] == 2 and len(batches) >= 2 and sum(batches) == len(calls)
     assert calls == ["r", "c"] * (len(calls) // 2)
-    assert 3 <= len(calls) // 2 <= 10
+    if call_ms == 2.0:  # 2 ms a call or more: 40 ms of both sides is at most 10 rounds; per side, 20 calls each
+        assert 2 <= len(calls) // 2 <= 10
 
 
 class _AuditingHostSampler:
@@ -542,17 +545,22 @@ class _AuditingHostSampler:
         self._audits = 0
 
     def launch(self, fns) -> dict:
-        return {**self._host.launch(fns), "audit": None}
+        return {**self._host.launch(fns), "audit": None, "called": None}
 
     def close(self, handle: dict, audit=None) -> None:
         if audit is not None:
-            handle["audit"] = self._host.launch([audit])["times"][0]
+            handle["audit"] = handle["called"] = self._host.launch([audit])["times"][0]
             if self._audits in self.slowed or getattr(audit, "leaves_work", False):
                 handle["audit"] += 30.0
             self._audits += 1
 
     def times(self, handle: dict):
         return handle["times"], handle["audit"]
+
+    def audit_sample(self, handle: dict):
+        """The audited call's own time, as the events around it on a GPU would have it: what slows the audit's
+        synchronisation is not in it."""
+        return handle["called"]
 
     def span(self, handle: dict) -> float:
         return handle["span"]
@@ -681,7 +689,39 @@ def test_audits_disturbed_while_measuring_are_taken_again_and_the_fresh_ones_jud
     for side, elapsed in zip(raw["order"], [t for batch in measured for t in batch]):
         by_side[side].append(elapsed)
     assert by_side == {"reference": raw["reference"], "candidate": raw["candidate"]}
-    assert timing.reference.samples == timing.candidate.samples == 40
+    # Each side's summary also counts its 4 audited calls, kept as samples apart from the batches'.
+    assert {side: len(values) for side, values in raw["audit_samples"].items()} == {"reference": 4, "candidate": 4}
+    assert timing.reference.samples == timing.candidate.samples == 44 and timing.audit_samples == 8
+
+
+def test_audited_calls_are_samples_of_their_side_and_what_slows_their_synchronisation_is_not():
+    """H100, a full suite: 3.7 s of the 4.2 s of audits were the audited calls themselves, left out of every
+    side's samples. Each audited call, timed between its own events, now counts in its side's median, noise and
+    measured time, kept apart in ``samples.json`` with its batch and clock; the audit's own time, which a slowed
+    synchronisation lengthens, is judged as before and never a sample."""
+    import statistics
+
+    class OneSlowed(_AuditingHostSampler):
+        slowed = frozenset({0})
+
+    timing, raw = _measure_audited(OneSlowed, audit_share=0.25, min_samples=40, max_samples=40)
+    kept = raw["audit_samples"]
+    assert {side: len(values) for side, values in kept.items()} == {
+        side: len(values) for side, values in raw["sync_audit"].items()
+    }  # fmt: skip
+    assert timing.audit_samples == sum(len(values) for values in kept.values()) >= 6
+    assert max(value for values in kept.values() for value in values) < 30.0  # the slowed audit's call is not slowed
+    batches = len(raw["batch_window"])
+    for side in kept:
+        assert len(raw[side]) == 40  # the batches keep their pairs: 8 batches of 5
+        assert raw["audit_sample_batch"][side] == sorted(raw["audit_sample_batch"][side])
+        assert all(0 <= index < batches for index in raw["audit_sample_batch"][side])
+        assert raw["audit_sample_clock_mhz"][side] == [None] * len(kept[side])  # no NVML here: no clock read
+        summary = getattr(timing, side)
+        assert summary.samples == 40 + len(kept[side])
+        assert summary.median_ms == statistics.median(raw[side] + kept[side])
+    every = [value for side in kept for value in raw[side] + kept[side]]
+    assert timing.measured_s == pytest.approx(sum(every) / 1000.0)
 
 
 def test_work_left_on_another_stream_is_flagged_again_by_the_recheck():
@@ -706,8 +746,9 @@ def test_no_recheck_where_the_measurements_audits_show_nothing():
     assert timing.audit_recheck is None and raw["sync_audit_recheck"] == {"reference": [], "candidate": []}
     assert len(sampler.audited) == _RecordingAuditor.measured_audits
     assert timing.sync_gap_ms == {
-        side: statistics.median(raw["sync_audit"][side]) - statistics.median(raw[side]) for side in raw["sync_audit"]
-    }
+        side: statistics.median(raw["sync_audit"][side]) - statistics.median(raw[side] + raw["audit_samples"][side])
+        for side in raw["sync_audit"]
+    }  # each side's median, its audited calls kept as samples included
 
 
 class _SideStreamSampler(_AuditingHostSampler):

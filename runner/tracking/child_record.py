@@ -64,6 +64,9 @@ def child_record(job_dir: Path, result: Result, git_commit: str) -> ChildRecord:
     if samples_path.exists():
         raw = json.loads(samples_path.read_text())
         series = {"sample_reference_ms": raw["reference"], "sample_candidate_ms": raw["candidate"]}
+        # The audited calls kept as samples (protocol 3 on), a series of their own: the batches' stay ``batch`` a batch.
+        for side, values in raw.get("audit_samples", {}).items():
+            series[f"audit_sample_{side}_ms"] = values
     artifacts = [
         job_dir / CANDIDATE_FILE,
         job_dir / JOB_FILE,

@@ -17,7 +17,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 # 2: the job's timing holds ``batch_min_ms``, which a worker of protocol 1 refuses (its image: rebuild it).
-PROTOCOL_VERSION = 2
+# 3: a measurement keeps its audited calls as samples (``Timing.audit_samples``, ``samples.json``'s
+# ``audit_samples``), which a worker of protocol 2 does not: its image measures otherwise (rebuild it).
+PROTOCOL_VERSION = 3
 RESULT_SCHEMA = "kbench.result/1"
 
 VERDICTS = (
@@ -65,8 +67,9 @@ class TimingSettings:
     # (BENCHMARKS.md, twenty-ninth session); at most 64 times ``batch``, and ``max_samples`` / 20 pairs
     # (runner/worker/timing.py). 0: ``batch`` pairs, whatever they take.
     batch_min_ms: float = 0.0
-    # The warm-up before the samples: three calls of each side, then both sides in turn until this much
-    # time (the two sides together) has run; none of it is kept (samplers.warm_up).
+    # The warm-up before the samples: one call of each side (three where that pair is short,
+    # samplers.LONG_ROUND_MS), then both sides in turn until this much time (the two sides together) has run;
+    # none of it is kept (samplers.warm_up).
     warmup_ms: float = 25.0
     cold: bool = True  # flush L2 before every sample; False: "hot", the cache keeps what the last call left
     # What a flush writes, in L2 sizes (the H100's L2: 50 MiB). Two evict whatever the last call left;
@@ -74,12 +77,14 @@ class TimingSettings:
     flush_l2_multiple: float = 2.0
     # "events": events queued per batch, one synchronisation per batch; batches also take an audit
     # sample of one side closed by a device-wide synchronisation, which exposes work left on other
-    # streams. "device": every sample is closed by a device-wide synchronisation.
+    # streams (the audited call itself, between its own events, is a sample like the batch's where the batch
+    # still ran as it was launched: timing.py). "device": every sample is closed by a device-wide
+    # synchronisation.
     sync: str = "events"
     # With "events": batches audit until each side has three audits (timing.MIN_AUDITS), then each later
-    # batch one side with this chance (drawn from the seed). Every audit is one more call in the turn,
-    # unmeasured: 2.5% of a long kernel's measured time when every batch audited (BENCHMARKS.md,
-    # fourteenth session). 1: every batch.
+    # batch one side with this chance (drawn from the seed). Every audit is one more call in the turn, kept as a
+    # sample (its synchronisation and the host's round trip are not): it was 2.5% of a long kernel's measured
+    # time, unmeasured, when every batch audited (BENCHMARKS.md, fourteenth session). 1: every batch.
     audit_share: float = 0.25
     graphs: bool = False  # replay each side as a captured CUDA graph (no launch overhead); GPU only
     input_sets: int = 3  # timed calls rotate among this many input sets (caching by pointer fails)
@@ -133,7 +138,7 @@ class Timing:
     candidate: TimingSummary
     speedup: float
     ratio_noise: float
-    measured_s: float  # sum of the timed regions of both sides
+    measured_s: float  # sum of the timed regions of both sides (the audited calls kept as samples included)
     wall_s: float  # wall time of the timing loop, from its turn (the warm-up runs before it) to its end
     stop_reason: str
     sync: str = "events"
@@ -159,6 +164,9 @@ class Timing:
     placement_spread: float | None = None  # the placements' speedups: largest over smallest, minus 1
     placement_noise: float | None = None  # standard error of their mean, relative to it
     batch_pairs: int | None = None  # pairs per batch (TimingSettings.batch, more where ``batch_min_ms`` asks)
+    # Audited calls kept as samples, both sides (each side's ``samples`` counts its own): an audit's call between its
+    # own events, where the batch it closed still ran as it was launched (runner/worker/timing.py).
+    audit_samples: int = 0
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """How one batch of timing samples is taken: on the host clock, or with CUDA events on a GPU.
 
 A sampler queues a batch of calls (``launch``), closes it (``close``: the audit call, if any, and
-the synchronisation after which the batch is done) and reads its times (``times``) and its span, from
-the first sample's start to the last one's end (``span``), so the timing loop (``timing.py``) can queue
-the next batch before it reads the last. The CUDA sampler flushes
+the synchronisation after which the batch is done) and reads its times (``times``), the audited call's own
+time where it counts as a sample (``audit_sample``) and its span, from the first sample's start to the last
+one's end (``span``), so the timing loop (``timing.py``) can queue the next batch before it reads the last. The CUDA sampler flushes
 the L2 outside the timed region before every sample in cold mode. ``warm_up`` runs a closure
 before its measurement. This module decides nothing about when to stop or what to keep.
 """
@@ -17,17 +17,21 @@ import torch
 
 
 def warm_up(fns, sampler, warmup_ms: float) -> float:
-    """Three rounds of ``fns`` (both sides of a measurement) in turn, queued as one batch (the first calls may
-    compile or load: on the host, as they are queued), then the rest of ``warmup_ms``, the sides together, in
-    batches of rounds sized from the first: a synchronisation per batch, not one per call or round. A warm-up
-    runs beside the last measurement's checks after timing, whose every wait for the device then waits for a
-    time slice too, and the next measurement waits for both (it was three batches of one round: BENCHMARKS.md,
-    twenty-ninth session). The sides share it: what a warm-up settles (clocks, the caching allocator, lazily
-    loaded code) is the GPU's or each side's first calls, not a time per side (it was ``warmup_ms`` per side,
-    BENCHMARKS.md, thirteenth session). Returns the shortest of the first three rounds, ms."""
+    """One round of ``fns`` (both sides of a measurement) in turn, two more where it was shorter than
+    ``LONG_ROUND_MS``, queued as one batch (the first calls may compile or load: on the host, as they are queued),
+    then the rest of ``warmup_ms``, the sides together, in batches of rounds sized from the first: a
+    synchronisation per batch, not one per call or round. A warm-up runs beside the last measurement's checks
+    after timing, whose every wait for the device then waits for a time slice too, and the next measurement waits
+    for both (it was three batches of one round: BENCHMARKS.md, twenty-ninth session). The sides share it: what a
+    warm-up settles (clocks, the caching allocator, lazily loaded code) is the GPU's or each side's first calls,
+    not a time per side (it was ``warmup_ms`` per side, BENCHMARKS.md, thirteenth session). Returns the shortest
+    of the first rounds, ms."""
     fns = list(fns)
-    rounds = 3
-    times = run_batch(sampler, fns * rounds)[0]
+    times = run_batch(sampler, fns)[0]
+    rounds = 1
+    if sum(times) < LONG_ROUND_MS:
+        times += run_batch(sampler, fns * 2)[0]
+        rounds = 3
     shortest = _shortest_round(times, len(fns))
     spent = sum(times)
     while spent < warmup_ms and rounds < MAX_WARMUP_ROUNDS:
@@ -46,6 +50,13 @@ def _shortest_round(times: list[float], width: int) -> float:
 
 # The most rounds a warm-up runs, whatever ``warmup_ms`` asks for.
 MAX_WARMUP_ROUNDS = 1000
+# A first round of the warm-up this long (ms, both sides) is its only one, unless ``warmup_ms`` asks for more. The
+# correctness trials have run these calls at this shape already; three rounds of long calls held each hand-over
+# between two measurements for 64 ms (median; calls under 1 ms: 19.5 ms), as the next measurement's warm-up
+# outlasted the last one's checks (BENCHMARKS.md, thirtieth session). Shorter rounds get two more: the batch's
+# size is read off the shortest (``timing.batch_pairs``), and a round this long already fills the least batch
+# (20 pairs) with 50 ms, ``h100_fullsuite``'s ``batch_min_ms``.
+LONG_ROUND_MS = 2.5
 
 
 def run_batch(sampler, fns, audit=None) -> tuple[list[float], float | None]:
@@ -77,6 +88,10 @@ class HostSampler:
     def times(self, handle: dict) -> tuple[list[float], None]:
         return handle["times"], None
 
+    def audit_sample(self, handle: dict) -> None:
+        """No audits on the host clock."""
+        return None
+
     def span(self, handle: dict) -> float:
         """From the batch's first sample's start to its last one's end, in ms."""
         return handle["span"]
@@ -98,6 +113,8 @@ class CudaSampler:
         self.flush_buffer = torch.empty(size, dtype=torch.int8, device=device) if cold else None
         self.flush_bytes = size if cold else None
         self._event_sets: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = [[], []]
+        # Per set, the event recorded right after an audited call (``close``).
+        self._audit_called = [torch.cuda.Event(enable_timing=True) for _ in self._event_sets]
         self._next_set = 0
 
     def _flush(self) -> None:
@@ -115,6 +132,7 @@ class CudaSampler:
     def launch(self, fns) -> dict:
         """Queue one sample per function; returns at once (unless every sample is closed by a device-wide
         synchronisation, ``sync="device"``), the GPU still working on them."""
+        called = self._audit_called[self._next_set]
         pairs = self._pairs(len(fns) + 1)
         for fn, (start, end) in zip(fns, pairs):
             self._flush()
@@ -123,7 +141,7 @@ class CudaSampler:
             if self.device_sync:
                 torch.cuda.synchronize(self.device)  # every stream's work ends before the end event
             end.record()
-        return {"pairs": pairs, "samples": len(fns), "audited": False}
+        return {"pairs": pairs, "samples": len(fns), "audited": False, "audit_called": called, "audit_sample": False}
 
     def close(self, handle: dict, audit=None) -> None:
         """Queue the audit call behind the batch, if any, then wait until the GPU has done both.
@@ -135,12 +153,22 @@ class CudaSampler:
         Either way what it adds beyond the events is alike for both sides (``integrity.py`` judges
         the candidate's excess over the reference's), plus any work the call left running on
         another stream.
+
+        An event right after the audited call, before the synchronisation, times the call as the batch's
+        events time its samples (the flush before it, the start event, the call, the end event, on the one
+        stream). Where the batch's last end event is still pending once the call is queued, the GPU was busy
+        all the while the host launched it, as it is for the batch's samples: that time is a sample
+        (``audit_sample``); where the GPU had run out of queued work, its launch may lie inside it, and it is not.
         """
         if audit is not None:
             start, end = handle["pairs"][handle["samples"]]
+            called = handle["audit_called"]
             self._flush()
             start.record()
             audit()
+            called.record()
+            count = handle["samples"]
+            handle["audit_sample"] = count > 0 and not handle["pairs"][count - 1][1].query()
             torch.cuda.synchronize(self.device)
             end.record()
             handle["audited"] = True
@@ -151,6 +179,13 @@ class CudaSampler:
         pairs, count = handle["pairs"], handle["samples"]
         times = [start.elapsed_time(end) for start, end in pairs[:count]]
         return times, pairs[count][0].elapsed_time(pairs[count][1]) if handle["audited"] else None
+
+    def audit_sample(self, handle: dict) -> float | None:
+        """The closed batch's audited call between its own start event and the event right after it, in ms, where
+        it counts as a sample (``close``); else None."""
+        if not handle["audited"] or not handle["audit_sample"]:
+            return None
+        return handle["pairs"][handle["samples"]][0].elapsed_time(handle["audit_called"])
 
     def span(self, handle: dict) -> float:
         """From the closed batch's first start event to its last end event, in ms, on the GPU's clock: its samples

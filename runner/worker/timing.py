@@ -28,7 +28,12 @@ can be slowed by something else: a reference measured against itself on the H100
 28.2 ms for a 3.5 ms call, and with that audit its only one the candidate side was flagged
 (BENCHMARKS.md, fifteenth session); the median of three is not moved by one. The gap between the
 audited and the event-timed medians exposes work left running on another stream (``sync_gap_ms``;
-judged in ``integrity.py``). Where the measurement's audits would flag it, ``RECHECK_AUDITS`` fresh
+judged in ``integrity.py``). The audited call itself, between its own start event and one recorded right
+after it (before the synchronisation), is a sample like the batch's where the batch still ran once the call
+was queued (``CudaSampler.close``): 3.7 s of a full suite's 4.2 s of audits on the H100 were those calls,
+the GPU's work left out of every side's samples (BENCHMARKS.md, thirty-first session). Such samples count in
+each side's median, quartiles, noise and measured time, and are kept apart in ``samples.json``
+(``audit_samples``, with their batch and clock), so every batch keeps ``batch`` samples of each side. Where the measurement's audits would flag it, ``RECHECK_AUDITS`` fresh
 audits of each side are taken before the turn ends, closing batches made as the measured ones are, whose
 samples are not kept, and the gap of those alone is judged (``audit_recheck`` records the first): a
 reference measured against itself on the H100 while other processes made CUDA contexts had audits of
@@ -171,8 +176,14 @@ def measure_pair(
     placements = [{"reference": r, "candidate": c} for r, c in zip(references, candidates)]
     rng = random.Random(seed)
     sides = _SIDES
-    samples = {side: [] for side in sides}
-    # The same samples kept sorted as they come: the noise after each batch reads its quartiles off them
+    samples = {side: [] for side in sides}  # each side's batch samples, in batch order (``batch`` a batch)
+    # The audited calls kept as samples (``CudaSampler.close``), each side's apart, with their kept batch's index and
+    # clock: the batches keep ``batch`` samples each, which the placements' spread and runner/analysis read.
+    audit_samples = {side: [] for side in sides}
+    audit_batches = {side: [] for side in sides}
+    audit_clocks = {side: [] for side in sides}
+    side_ms = dict.fromkeys(sides, 0.0)  # each side's samples, both kinds, summed
+    # The same samples, both kinds, kept sorted as they come: the noise after each batch reads its quartiles off them
     # instead of sorting thousands of values again while the GPU waits for the next batch.
     ordered = {side: [] for side in sides}
     clocks = {side: [] for side in sides}
@@ -204,7 +215,14 @@ def measure_pair(
         # No batch is queued behind one that will probably end the measurement: if it does not, the next
         # is queued after it was judged (one idle moment); if it does, no batch was measured for nothing.
         last_likely = pending is not None and _likely_enough(
-            samples, noise, audits, pending, settings, auditing, len(placed) + 1 >= len(placements)
+            side_ms,
+            len(samples["reference"]),
+            noise,
+            audits,
+            pending,
+            settings,
+            auditing,
+            len(placed) + 1 >= len(placements),
         )
         if not stopping and not last_likely and len(samples["reference"]) + waiting < settings.max_samples:
             launched += 1
@@ -260,12 +278,22 @@ def measure_pair(
                 readings, pending = [after], None
                 continue
             power_capped += bool(batch_clock and batch_clock.power_capped)
+            clock = batch_clock.sm_clock_mhz if batch_clock else None
             for side, elapsed in zip(pending.order, times):
                 samples[side].append(elapsed)
                 bisect.insort(ordered[side], elapsed)
-                clocks[side].append(batch_clock.sm_clock_mhz if batch_clock else None)
+                clocks[side].append(clock)
+                side_ms[side] += elapsed
             if audit_ms is not None:
                 audits[pending.audited].append(audit_ms)
+                called_ms = sampler.audit_sample(pending.handle)
+                if called_ms is not None:
+                    side = pending.audited
+                    audit_samples[side].append(called_ms)
+                    audit_batches[side].append(len(placed))
+                    audit_clocks[side].append(clock)
+                    bisect.insort(ordered[side], called_ms)
+                    side_ms[side] += called_ms
             order_log.extend(pending.order)
             placed.append(pending.placement)
             windows.append([pending.launched_at, pending.closed_at])
@@ -276,7 +304,7 @@ def measure_pair(
             covered = (not auditing or _audited_enough(_audit_counts(audits, None))) and len(placed) >= len(placements)
             if stopping:
                 pass  # a batch queued before the stop, kept
-            elif _enough(n, noise, covered, min(sum(samples[side]) for side in sides), settings):
+            elif _enough(n, noise, covered, min(side_ms.values()), settings):
                 stop_reason, stopping = "noise_target", True
             elif time.perf_counter() - started > settings.time_cap_s and n >= min(settings.min_samples, 10) and covered:
                 stop_reason, stopping = "time_cap", True
@@ -289,8 +317,8 @@ def measure_pair(
             f"no sample kept: the GPU was slowed in all {len(throttled)} batches, {cooled:.1f} s of cool-down "
             f"between them did not help ({throttled[-1]['why']})"
         )
-    ref = _summarise(samples["reference"])
-    cand = _summarise(samples["candidate"])
+    ref = _summarise(samples["reference"] + audit_samples["reference"])
+    cand = _summarise(samples["candidate"] + audit_samples["candidate"])
     medians = {"reference": ref.median_ms, "candidate": cand.median_ms}
     gaps, recheck, rechecked = _judged_sync_gaps(audits, medians, sampler, placements, rng, batch)
     wall = time.perf_counter() - started
@@ -304,7 +332,7 @@ def measure_pair(
         candidate=cand,
         speedup=ref.median_ms / cand.median_ms if cand.median_ms > 0 else math.inf,
         ratio_noise=_ratio_noise(ordered["reference"], ordered["candidate"], presorted=True),
-        measured_s=(sum(samples["reference"]) + sum(samples["candidate"])) / 1000.0,
+        measured_s=sum(side_ms.values()) / 1000.0,
         wall_s=wall,
         stop_reason=stop_reason,
         sync=settings.sync if cuda else "host",
@@ -323,6 +351,7 @@ def measure_pair(
         placement_spread=spread,
         placement_noise=placement_noise,
         batch_pairs=batch,
+        audit_samples=sum(len(values) for values in audit_samples.values()),
     )
     raw = {
         "unit": "ms",
@@ -333,6 +362,9 @@ def measure_pair(
         "batch_window": windows,
         "batch_span_ms": spans,
         "sync_audit": audits,
+        "audit_samples": audit_samples,
+        "audit_sample_batch": audit_batches,
+        "audit_sample_clock_mhz": audit_clocks,
         "sync_audit_recheck": rechecked,
         "throttled_batches": throttled,
     }
@@ -448,17 +480,24 @@ def _enough(n: int, noise: float, covered: bool, shortest_side_ms: float, settin
 
 
 def _likely_enough(
-    samples: dict, noise: float, audits: dict, pending: _Queued, settings, auditing: bool, all_placed: bool
+    side_ms: dict,
+    n: int,
+    noise: float,
+    audits: dict,
+    pending: _Queued,
+    settings,
+    auditing: bool,
+    all_placed: bool,
 ) -> bool:
     """Whether the rule will probably hold once ``pending`` (queued, not judged) is in: its pairs added at each
-    side's mean so far, the noise of the samples so far (``noise``) shrinking as one over the root of the count;
-    ``all_placed``: every placement sampled once it is in."""
-    n = len(samples["reference"])
+    side's mean so far (``side_ms``: each side's samples summed; ``n``: the batches' pairs so far), the noise of the
+    samples so far (``noise``) shrinking as one over the root of the count; ``all_placed``: every placement sampled
+    once it is in."""
     if n == 0:
         return False
     extra = len(pending.order) // 2
     noise *= math.sqrt(n / (n + extra))
-    shortest = min(sum(values) * (n + extra) / n for values in samples.values())
+    shortest = min(total * (n + extra) / n for total in side_ms.values())
     return _enough(
         n + extra,
         noise,
