@@ -3,8 +3,8 @@
 A sampler queues a batch of calls (``launch``), closes it (``close``: the audit call, if any, and
 the synchronisation after which the batch is done) and reads its times (``times``), the audited call's own
 time where it counts as a sample (``audit_sample``) and its span, from the first sample's start to the last
-one's end (``span``), so the timing loop (``timing.py``) can queue the next batch before it reads the last. The CUDA sampler flushes
-the L2 outside the timed region before every sample in cold mode. ``warm_up`` runs a closure
+one's end (``span``), so the timing loop (``timing.py``) can queue the next batch before it reads the last.
+The CUDA sampler flushes the L2 outside the timed region before every sample in cold mode. ``warm_up`` runs a closure
 before its measurement. This module decides nothing about when to stop or what to keep.
 """
 

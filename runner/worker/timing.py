@@ -33,9 +33,10 @@ after it (before the synchronisation), is a sample like the batch's where the ba
 was queued (``CudaSampler.close``): 3.7 s of a full suite's 4.2 s of audits on the H100 were those calls,
 the GPU's work left out of every side's samples (BENCHMARKS.md, thirty-first session). Such samples count in
 each side's median, quartiles, noise and measured time, and are kept apart in ``samples.json``
-(``audit_samples``, with their batch and clock), so every batch keeps ``batch`` samples of each side. Where the measurement's audits would flag it, ``RECHECK_AUDITS`` fresh
-audits of each side are taken before the turn ends, closing batches made as the measured ones are, whose
-samples are not kept, and the gap of those alone is judged (``audit_recheck`` records the first): a
+(``audit_samples``, with their batch and clock), so every batch keeps ``batch`` samples of each side.
+Where the measurement's audits would flag it, ``RECHECK_AUDITS`` fresh audits of each side are taken
+before the turn ends, closing batches made as the measured ones are, whose samples are not kept (their
+audited calls neither), and the gap of those alone is judged (``audit_recheck`` records the first): a
 reference measured against itself on the H100 while other processes made CUDA contexts had audits of
 0.86-4.9 ms for a 0.715 ms call (medians 3.60 ms on the candidate side, 1.33 on the reference's) and was
 flagged with an excess of 2.28 ms (BENCHMARKS.md, seventeenth session). Work left on another stream
