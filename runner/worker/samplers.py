@@ -184,7 +184,7 @@ class CudaSampler:
     def audit_sample(self, handle: dict) -> float | None:
         """The closed batch's audited call between its own start event and the event right after it, in ms, where
         it counts as a sample (``close``); else None."""
-        if not handle["audited"] or not handle["audit_sample"]:
+        if not handle["audit_sample"]:  # set only where ``close`` audited
             return None
         return handle["pairs"][handle["samples"]][0].elapsed_time(handle["audit_called"])
 
