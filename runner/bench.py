@@ -8,6 +8,8 @@
   (logged timing loops) that overlap in time. The per-GPU lock promises zero.
 - ``disturbed RUN``: the timed batches something slowed, and whether another worker's CUDA context
   was being made or torn down meanwhile (``runner/analysis/disturbances.py``).
+- ``processes [--processes N] TASK_OR_CATEGORY...``: each task's reference timed in N fresh processes: how
+  far apart the processes' medians lie against one median's noise (``runner/process_modes.py``).
 - ``ncu PROFILE.csv RUN``: kernel time from Nsight Compute (``gpu__time_duration.sum`` summed
   per task over one call) against the reference's median time in the run.
 
@@ -567,10 +569,48 @@ def everything(out: Path) -> dict:
     return figures
 
 
+def processes_command(argv: list[str]) -> int:
+    """``processes [--processes N] [--samples N] [--device D] [--shape S] TASK_OR_CATEGORY...``: each named
+    task's reference (a category: all of its tasks) timed in N fresh processes (``runner/process_modes.py``)."""
+    import argparse
+
+    from runner.paths import TASKS_DIR
+    from runner.process_modes import process_modes
+    from runner.tasks.loader import load_native_tasks
+
+    parser = argparse.ArgumentParser(prog="python -m runner.bench processes")
+    parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--samples", type=int, default=120)
+    parser.add_argument("--device", default="auto", help="cuda, cuda:N or cpu; auto: the GPU where there is one")
+    parser.add_argument("--shape", default="auto", help="auto: perf on a GPU, small on a CPU")
+    parser.add_argument("names", nargs="+", metavar="TASK_OR_CATEGORY")
+    args = parser.parse_args(argv)
+    if args.processes < 2 or args.samples < 4:
+        print("kbench bench processes: --processes needs 2 or more, --samples 4 or more", file=sys.stderr)
+        return 2
+    tasks = load_native_tasks(TASKS_DIR)
+    chosen, unknown = [], []
+    for name in args.names:
+        matched = [t for t in tasks if name in (t.task_id, t.category)]
+        (chosen.extend(t for t in matched if t not in chosen) if matched else unknown.append(name))
+    if unknown:
+        print(f"kbench bench processes: no task or category named {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    try:
+        figures = process_modes([str(t.path) for t in chosen], args.processes, args.device, args.shape, args.samples)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        print(f"kbench bench processes: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(figures, indent=1))
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["profile"]:
         print(json.dumps(profile(*argv[1:])))
         return 0
+    if argv[:1] == ["processes"]:
+        return processes_command(argv[1:])
     commands = {
         "all": everything,
         "repeat": repeat,
@@ -581,7 +621,7 @@ def main(argv: list[str]) -> int:
         "disturbed": disturbances,
     }
     if not argv or argv[0] not in commands:
-        print(f"usage: python -m runner.bench {{{'|'.join(commands)}}} PATH [PATH]", file=sys.stderr)
+        print(f"usage: python -m runner.bench {{{'|'.join(commands)}|processes|profile}} PATH [PATH]", file=sys.stderr)
         return 2
     paths = [Path(p) for p in argv[1:]]
     creates = argv[0] in ("all", "accuracy")

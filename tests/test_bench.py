@@ -1,21 +1,27 @@
 """``runner.bench``: repeatability, duty cycle, window overlap and the Nsight Compute comparison,
-computed from real (CPU) runs. ncu itself cannot run here: its CSV is a fixture in ncu's format
+computed from real (CPU) runs; ``processes``, run in real fresh processes on the CPU. ncu itself cannot run here: its CSV is a fixture in ncu's format
 (the columns and units it printed on the H100)."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from runner.analysis.disturbances import disturbances
 from runner.bench import duty, ncu, overlap, repeat
+from runner.paths import TASKS_DIR
+from runner.tasks.loader import load_native_tasks
 from tests.conftest import FAST_TIMING, kbench
 
 TASKS = "[gelu_tanh,leaky_relu_fp32]"
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -374,3 +380,43 @@ def test_between_turns_splits_hand_overs_from_cohorts(two_passes):
     kind, other = ("longer", "hand_overs") if gap > HAND_OVER_S else ("hand_overs", "longer")
     assert (real[kind]["n"], real[other]["n"]) == (1, 0) and real[kind]["s"] == pytest.approx(gap)
     assert real["longer"]["median_first_phases"] == (1 if kind == "longer" else None)
+
+
+def _bench(*args: str):
+    return subprocess.run(
+        [sys.executable, "-m", "runner.bench", *args], capture_output=True, text=True, timeout=300, cwd=REPO
+    )
+
+
+def test_processes_times_each_reference_in_fresh_processes_and_reports_their_spread():
+    proc = _bench("processes", "--processes", "3", "--samples", "12", "relu_fp16", "layout")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    figures = json.loads(proc.stdout)
+    assert (figures["device"], figures["shape"], figures["gpu"]) == ("cpu", "small", None)
+    pids = [p["pid"] for p in figures["processes"]]
+    assert len(set(pids)) == 3 and os.getpid() not in pids  # three processes of their own
+    layout = {t.task_id for t in load_native_tasks(TASKS_DIR) if t.category == "layout"}
+    assert set(figures["tasks"]) == layout | {"relu_fp16"}
+    for task_id, row in figures["tasks"].items():
+        assert len(row["medians_ms"]) == 3 and min(row["medians_ms"]) > 0, task_id
+        assert row["spread_pct"] == pytest.approx(100 * (max(row["medians_ms"]) / min(row["medians_ms"]) - 1))
+        assert row["noise_pct"] >= 0
+        assert row["between_over_noise"] is None or row["between_over_noise"] >= 0
+    assert set(figures["beyond_chance"]) <= set(figures["tasks"])
+    assert figures["largest"][0] == max(figures["tasks"], key=lambda t: figures["tasks"][t]["spread_pct"])
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["relu_fp16", "no_such_task"], 2, "no task or category named no_such_task"),
+        (["--processes", "1", "relu_fp16"], 2, "--processes needs 2 or more"),
+        (["--device", "cuda:99", "relu_fp16"], 1, "process 0 failed"),
+        (["--shape", "huge", "relu_fp16"], 1, "relu_fp16 has no shape 'huge'"),
+    ],
+)
+def test_processes_rejects_bad_input_with_one_line(args, code, says):
+    proc = _bench("processes", "--samples", "4", *args)
+    assert proc.returncode == code, proc.stderr[-2000:]
+    assert says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stdout == ""

@@ -914,3 +914,25 @@ def test_batches_at_the_power_cap_are_thrown_away_when_asked(tmp_path):
         assert verdict["reason"] == "gpu_throttled" and "sw_power_cap" in verdict["message"], verdict
     else:
         assert verdict["status"] == "correct" and timing["power_capped_batches"] == 0, timing
+
+
+def test_processes_times_references_on_the_gpu_in_fresh_processes():
+    """``runner.bench processes`` on the GPU: each process times the performance shape with CUDA events, and one
+    process's median is fine enough (noise under 0.5%) to tell a spread between processes from chance."""
+    import subprocess
+    import sys
+
+    import torch
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "runner.bench", "processes", "--processes", "2", "--samples", "40", "relu_fp16"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads(proc.stdout)
+    assert figures["device"] == "cuda" and figures["shape"] == "perf"
+    assert figures["gpu"] == torch.cuda.get_device_name(0)
+    row = figures["tasks"]["relu_fp16"]
+    assert len(row["medians_ms"]) == 2 and row["noise_pct"] < 0.5, row
