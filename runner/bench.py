@@ -8,8 +8,9 @@
   (logged timing loops) that overlap in time. The per-GPU lock promises zero.
 - ``disturbed RUN``: the timed batches something slowed, and whether another worker's CUDA context
   was being made or torn down meanwhile (``runner/analysis/disturbances.py``).
-- ``processes [--processes N] TASK_OR_CATEGORY...``: each task's reference timed in N fresh processes: how
-  far apart the processes' medians lie against one median's noise (``runner/process_modes.py``).
+- ``processes [--processes N] [--method M] TASK_OR_CATEGORY...``: each task's reference and method M's
+  candidate timed in N fresh processes: how far apart the processes' speedups (and each side's medians) lie
+  against one speedup's noise (``runner/process_modes.py``).
 - ``ncu PROFILE.csv RUN``: kernel time from Nsight Compute (``gpu__time_duration.sum`` summed
   per task over one call) against the reference's median time in the run.
 
@@ -570,16 +571,20 @@ def everything(out: Path) -> dict:
 
 
 def processes_command(argv: list[str]) -> int:
-    """``processes [--processes N] [--samples N] [--device D] [--shape S] TASK_OR_CATEGORY...``: each named
-    task's reference (a category: all of its tasks) timed in N fresh processes (``runner/process_modes.py``)."""
+    """``processes [--processes N] [--method M] [--samples N] [--device D] [--shape S] TASK_OR_CATEGORY...``: each
+    named task (a category: all of its tasks), its reference and method M's candidate, timed in N fresh processes
+    (``runner/process_modes.py``)."""
     import argparse
 
+    from runner.methods import METHODS
     from runner.paths import TASKS_DIR
     from runner.process_modes import process_modes
+    from runner.registry import UnknownName
     from runner.tasks.loader import load_native_tasks
 
     parser = argparse.ArgumentParser(prog="python -m runner.bench processes")
     parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--method", default="reference", help="whose candidate is timed against the reference")
     parser.add_argument("--samples", type=int, default=120)
     parser.add_argument("--device", default="auto", help="cuda, cuda:N or cpu; auto: the GPU where there is one")
     parser.add_argument("--shape", default="auto", help="auto: perf on a GPU, small on a CPU")
@@ -587,6 +592,11 @@ def processes_command(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.processes < 2 or args.samples < 4:
         print("kbench bench processes: --processes needs 2 or more, --samples 4 or more", file=sys.stderr)
+        return 2
+    try:
+        METHODS.get(args.method)
+    except UnknownName as exc:
+        print(f"kbench bench processes: {exc}", file=sys.stderr)
         return 2
     tasks = load_native_tasks(TASKS_DIR)
     chosen, unknown = [], []
@@ -597,8 +607,9 @@ def processes_command(argv: list[str]) -> int:
         print(f"kbench bench processes: no task or category named {', '.join(unknown)}", file=sys.stderr)
         return 2
     try:
-        figures = process_modes([str(t.path) for t in chosen], args.processes, args.device, args.shape, args.samples)
-    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        paths = [str(t.path) for t in chosen]
+        figures = process_modes(paths, args.processes, args.method, args.device, args.shape, args.samples)
+    except RuntimeError as exc:
         print(f"kbench bench processes: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(figures, indent=1))

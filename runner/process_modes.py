@@ -1,4 +1,4 @@
-"""Whether a task's reference runs at the same speed in every process (``python -m runner.bench processes``).
+"""Whether a task's speedup is the same in every process (``python -m runner.bench processes``).
 
 kbench times both sides of an evaluation in one worker process, at several placements of their tensors
 (``worker/placements.py``), so what depends on where a tensor lies is sampled inside the process. Some kernels
@@ -8,11 +8,13 @@ process within 0.1%, the SM clock at 1980 MHz throughout (BENCHMARKS.md, thirty-
 candidate that does not move with it, such a reference makes the speedup differ between two runs by more than
 either run's noise, and no number of samples inside one process shows it.
 
-This module measures it directly: ``processes`` fresh interpreters, one after another, each timing the
-reference of every task given (the performance shape, fixed seeds, so the processes differ only in being
-processes) with kbench's own sampler (CUDA events, the L2 flushed before each sample; the host clock on a CPU).
-Per task it reports each process's median, the spread between processes and the noise of one process's median,
-and their ratio. It measures nothing for a run and changes nothing on the device.
+This module measures it directly: ``processes`` fresh interpreters, one after another, each timing every task
+given, its reference and a method's candidate (``reference``: the same Model again), in alternating batches with
+kbench's own sampler (CUDA events, the L2 flushed before each sample; the host clock on a CPU), at the
+performance shape with fixed seeds, so that the processes differ only in being processes. Per task it reports
+each process's medians and speedup, their spread between processes, the noise of one process's speedup, and
+their ratio: the floor under that method's repeatability on this GPU. It measures nothing for a run and changes
+nothing on the device.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,19 +33,23 @@ from pathlib import Path
 SAMPLES = 120
 BATCH = 20
 WARMUP_MS = 50.0
-# One process may take this long for all its tasks before it is stopped (the report says which it was).
+# One process may take this long for all its tasks before it is stopped (the error names which it was).
 PROCESS_LIMIT_S = 600
 INPUT_SEED = 1
 MODEL_SEED = 0
 
 
-def measure_in_this_process(task_paths: list[str], device_name: str, shape: str, samples: int) -> dict:
-    """The median time (ms) of each task's reference at ``shape`` in this process, and the noise of that
-    median (relative: the interquartile range over 1.349, times 1.2533 over the root of the sample count).
-    ``device_name`` "auto": the GPU where there is one, else the CPU; ``shape`` "auto": the performance shape
-    on a GPU, the small one on a CPU (where the performance shapes take minutes a call)."""
+def measure_in_this_process(
+    task_paths: list[str], device_name: str, shape: str, samples: int, method: str, workdir: str
+) -> dict:
+    """Each task's reference and ``method``'s candidate at ``shape`` in this process: per side the median time
+    (ms) and its noise (relative: the interquartile range over 1.349, times 1.2533 over the root of the sample
+    count). ``device_name`` "auto": the GPU where there is one, else the CPU; ``shape`` "auto": the performance
+    shape on a GPU, the small one on a CPU (where the performance shapes take minutes a call). The candidates'
+    sources are written to ``workdir``."""
     import torch
 
+    from runner.methods import METHODS
     from runner.tasks.model import read_native_task
     from runner.worker.loading import build_model, import_file, make_inputs
     from runner.worker.samplers import CudaSampler, HostSampler, run_batch, warm_up
@@ -55,6 +62,7 @@ def measure_in_this_process(task_paths: list[str], device_name: str, shape: str,
     sampler = (
         CudaSampler(device, cold=True, device_sync=False, l2_multiple=2.0) if device.type == "cuda" else HostSampler()
     )
+    produce = METHODS.get(method)
     out = {}
     for path in task_paths:
         task = read_native_task(Path(path))
@@ -62,59 +70,72 @@ def measure_in_this_process(task_paths: list[str], device_name: str, shape: str,
             raise SystemExit(f"{task.task_id} has no shape {shape!r} (it has {', '.join(task.shapes)})")
         dims = task.shapes[shape]
         module = import_file(task.path, f"kbench_modes_{task.task_id}")
-        model = build_model(module.Model, module, dims, device, MODEL_SEED)
+        candidate_path = Path(workdir) / f"{task.task_id}_{method}.py"
+        candidate = produce(task, {})
+        candidate_path.write_text(candidate.source)
+        candidate_module = import_file(candidate_path, f"kbench_modes_{task.task_id}_{method}")
+        sides = {
+            "reference": build_model(module.Model, module, dims, device, MODEL_SEED),
+            "candidate": build_model(candidate_module.ModelNew, module, dims, device, MODEL_SEED),
+        }
         inputs = make_inputs(module, dims, device, INPUT_SEED)
+        calls = {side: (lambda model=model, inputs=inputs: model(*inputs)) for side, model in sides.items()}
+        times: dict[str, list[float]] = {side: [] for side in calls}
         with torch.no_grad():
-
-            def call(model=model, inputs=inputs):
-                return model(*inputs)
-
-            warm_up([call], sampler, WARMUP_MS)
-            times: list[float] = []
-            while len(times) < samples:
-                times += run_batch(sampler, [call] * min(BATCH, samples - len(times)))[0]
-        median = statistics.median(times)
-        quartiles = statistics.quantiles(times, n=4)
-        noise = 1.2533 * (quartiles[2] - quartiles[0]) / 1.349 / math.sqrt(len(times)) / median
-        out[task.task_id] = {"median_ms": median, "noise": noise, "samples": len(times)}
-        del model, inputs
+            warm_up(list(calls.values()), sampler, WARMUP_MS)
+            order = list(calls)
+            while len(times["candidate"]) < samples:
+                for side in order:  # alternating batches, each side first in turn: drift hits both
+                    times[side] += run_batch(sampler, [calls[side]] * min(BATCH, samples - len(times[side])))[0]
+                order.reverse()
+        out[task.task_id] = {side: _median_and_noise(values) for side, values in times.items()}
+        out[task.task_id]["candidate_hash"] = candidate.content_hash
+        del sides, calls, inputs
         if device.type == "cuda":
             torch.cuda.empty_cache()
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     return {"pid": os.getpid(), "device": device_name, "gpu": gpu, "shape": shape, "tasks": out}
 
 
+def _median_and_noise(times: list[float]) -> dict:
+    median = statistics.median(times)
+    quartiles = statistics.quantiles(times, n=4)
+    noise = 1.2533 * (quartiles[2] - quartiles[0]) / 1.349 / math.sqrt(len(times)) / median
+    return {"median_ms": median, "noise": noise, "samples": len(times)}
+
+
 def process_modes(
-    task_paths: list[str], processes: int, device: str = "auto", shape: str = "auto", samples: int = SAMPLES
+    task_paths: list[str],
+    processes: int,
+    method: str = "reference",
+    device: str = "auto",
+    shape: str = "auto",
+    samples: int = SAMPLES,
 ) -> dict:
-    """Each task's reference timed in ``processes`` fresh processes, one after another; per task, the medians,
-    their spread (slowest over fastest, less one), the median noise of one process's median, and the medians'
-    standard deviation over that noise (``between_over_noise``: about 1 where the processes differ by chance
-    alone; over 3, the task runs at a speed of its own in each process)."""
+    """Each task timed in ``processes`` fresh processes, one after another (``measure_in_this_process``); per
+    task, each side's medians and the speedups, their spreads (slowest over fastest, less one), the median
+    noise of one process's speedup, and the speedups' standard deviation over that noise
+    (``between_over_noise``: about 1 where the processes differ by chance alone; over 3, the speedup has a
+    value of its own in each process). ``largest`` ranks the tasks by the speedup's spread."""
     runs = []
-    for index in range(processes):
-        command = [sys.executable, "-m", "runner.process_modes", device, shape, str(samples), *task_paths]
-        started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, timeout=PROCESS_LIMIT_S)
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise RuntimeError(f"process {index} failed (exit {done.returncode}): {last}")
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-        result["wall_s"] = round(time.perf_counter() - started, 2)
-        runs.append(result)
-    tasks = {}
-    for task_id in runs[0]["tasks"]:
-        medians = [run["tasks"][task_id]["median_ms"] for run in runs]
-        noise = statistics.median(run["tasks"][task_id]["noise"] for run in runs)
-        between = statistics.stdev(medians) / statistics.fmean(medians)
-        tasks[task_id] = {
-            "medians_ms": medians,
-            "spread_pct": 100 * (max(medians) / min(medians) - 1),
-            "noise_pct": 100 * noise,
-            "between_over_noise": between / noise if noise > 0 else None,
-        }
-    ranked = sorted(tasks, key=lambda t: -tasks[t]["spread_pct"])
+    with tempfile.TemporaryDirectory(prefix="kbench-processes-") as workdir:
+        for index in range(processes):
+            command = [sys.executable, "-m", "runner.process_modes", device, shape, str(samples), method, workdir]
+            started = time.perf_counter()
+            try:
+                done = subprocess.run([*command, *task_paths], capture_output=True, text=True, timeout=PROCESS_LIMIT_S)
+            except subprocess.TimeoutExpired:
+                raise RuntimeError(f"process {index} ran past {PROCESS_LIMIT_S} s (fewer tasks a call)") from None
+            if done.returncode != 0:
+                last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                raise RuntimeError(f"process {index} failed (exit {done.returncode}): {last}")
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            result["wall_s"] = round(time.perf_counter() - started, 2)
+            runs.append(result)
+    tasks = {task_id: _across_processes([run["tasks"][task_id] for run in runs]) for task_id in runs[0]["tasks"]}
+    ranked = sorted(tasks, key=lambda t: -tasks[t]["speedup_spread_pct"])
     return {
+        "method": method,
         "device": runs[0]["device"],
         "gpu": runs[0]["gpu"],
         "shape": runs[0]["shape"],
@@ -126,6 +147,28 @@ def process_modes(
     }
 
 
+def _across_processes(per_process: list[dict]) -> dict:
+    """One task's figures over the processes, from each process's ``{side: {median_ms, noise}}``."""
+    reference = [p["reference"]["median_ms"] for p in per_process]
+    candidate = [p["candidate"]["median_ms"] for p in per_process]
+    speedups = [r / c for r, c in zip(reference, candidate)]
+    # A ratio's relative noise: its two medians' together.
+    noise = statistics.median(math.hypot(p["reference"]["noise"], p["candidate"]["noise"]) for p in per_process)
+    between = statistics.stdev(speedups) / statistics.fmean(speedups)
+    spread = lambda values: 100 * (max(values) / min(values) - 1)  # noqa: E731
+    return {
+        "candidate_hash": per_process[0]["candidate_hash"],
+        "reference_ms": reference,
+        "candidate_ms": candidate,
+        "speedups": speedups,
+        "reference_spread_pct": spread(reference),
+        "candidate_spread_pct": spread(candidate),
+        "speedup_spread_pct": spread(speedups),
+        "noise_pct": 100 * noise,
+        "between_over_noise": between / noise if noise > 0 else None,
+    }
+
+
 if __name__ == "__main__":
-    device_arg, shape_arg, samples_arg, *paths = sys.argv[1:]
-    print(json.dumps(measure_in_this_process(paths, device_arg, shape_arg, int(samples_arg))))
+    device_arg, shape_arg, samples_arg, method_arg, workdir_arg, *paths = sys.argv[1:]
+    print(json.dumps(measure_in_this_process(paths, device_arg, shape_arg, int(samples_arg), method_arg, workdir_arg)))

@@ -1,6 +1,6 @@
 """``runner.bench``: repeatability, duty cycle, window overlap and the Nsight Compute comparison,
-computed from real (CPU) runs; ``processes``, run in real fresh processes on the CPU. ncu itself cannot run here: its CSV is a fixture in ncu's format
-(the columns and units it printed on the H100)."""
+computed from real (CPU) runs; ``processes``, in real fresh processes on the CPU. ncu itself cannot
+run here: its CSV is a fixture in ncu's format (the columns and units it printed on the H100)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 
 from runner.analysis.disturbances import disturbances
 from runner.bench import duty, ncu, overlap, repeat
+from runner.methods import METHODS
 from runner.paths import TASKS_DIR
 from runner.tasks.loader import load_native_tasks
 from tests.conftest import FAST_TIMING, kbench
@@ -388,28 +389,64 @@ def _bench(*args: str):
     )
 
 
-def test_processes_times_each_reference_in_fresh_processes_and_reports_their_spread():
-    proc = _bench("processes", "--processes", "3", "--samples", "12", "relu_fp16", "layout")
+def test_processes_times_each_task_in_fresh_processes_and_reports_the_spreads():
+    proc = _bench("processes", "--device", "cpu", "--processes", "3", "--samples", "12", "relu_fp16", "layout")
     assert proc.returncode == 0, proc.stderr[-2000:]
     figures = json.loads(proc.stdout)
-    assert (figures["device"], figures["shape"], figures["gpu"]) == ("cpu", "small", None)
+    assert (figures["method"], figures["device"], figures["shape"], figures["gpu"]) == (
+        "reference",
+        "cpu",
+        "small",
+        None,
+    )
     pids = [p["pid"] for p in figures["processes"]]
     assert len(set(pids)) == 3 and os.getpid() not in pids  # three processes of their own
     layout = {t.task_id for t in load_native_tasks(TASKS_DIR) if t.category == "layout"}
     assert set(figures["tasks"]) == layout | {"relu_fp16"}
     for task_id, row in figures["tasks"].items():
-        assert len(row["medians_ms"]) == 3 and min(row["medians_ms"]) > 0, task_id
-        assert row["spread_pct"] == pytest.approx(100 * (max(row["medians_ms"]) / min(row["medians_ms"]) - 1))
-        assert row["noise_pct"] >= 0
-        assert row["between_over_noise"] is None or row["between_over_noise"] >= 0
+        for side in ("reference", "candidate"):
+            times = row[f"{side}_ms"]
+            assert len(times) == 3 and min(times) > 0, task_id
+            assert row[f"{side}_spread_pct"] == pytest.approx(100 * (max(times) / min(times) - 1))
+        assert row["speedups"] == pytest.approx([r / c for r, c in zip(row["reference_ms"], row["candidate_ms"])])
+        assert row["noise_pct"] > 0
+        assert row["between_over_noise"] >= 0
     assert set(figures["beyond_chance"]) <= set(figures["tasks"])
-    assert figures["largest"][0] == max(figures["tasks"], key=lambda t: figures["tasks"][t]["spread_pct"])
+    assert figures["largest"][0] == max(figures["tasks"], key=lambda t: figures["tasks"][t]["speedup_spread_pct"])
+
+
+def test_processes_times_a_methods_candidate_beside_the_reference():
+    """torch_compile's candidate (inductor's C++ on the CPU) is compiled and timed in each process."""
+    proc = _bench(
+        "processes",
+        "--device",
+        "cpu",
+        "--processes",
+        "2",
+        "--samples",
+        "8",
+        "--method",
+        "torch_compile",
+        "softcap_tanh_fp32",
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    figures = json.loads(proc.stdout)
+    assert figures["method"] == "torch_compile"
+    row = figures["tasks"]["softcap_tanh_fp32"]
+    (task,) = [t for t in load_native_tasks(TASKS_DIR) if t.task_id == "softcap_tanh_fp32"]
+    assert row["candidate_hash"] == METHODS.get("torch_compile")(task, {}).content_hash
+    assert len(row["speedups"]) == 2 and all(s > 0 for s in row["speedups"])
 
 
 @pytest.mark.parametrize(
     ("args", "code", "says"),
     [
         (["relu_fp16", "no_such_task"], 2, "no task or category named no_such_task"),
+        (
+            ["--method", "torch_compil", "relu_fp16"],
+            2,
+            "unknown method 'torch_compil' (known: directory, reference, torch_compile); did you mean 'torch_compile'?",
+        ),
         (["--processes", "1", "relu_fp16"], 2, "--processes needs 2 or more"),
         (["--device", "cuda:99", "relu_fp16"], 1, "process 0 failed"),
         (["--shape", "huge", "relu_fp16"], 1, "relu_fp16 has no shape 'huge'"),
@@ -420,3 +457,12 @@ def test_processes_rejects_bad_input_with_one_line(args, code, says):
     assert proc.returncode == code, proc.stderr[-2000:]
     assert says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert proc.stdout == ""
+
+
+def test_processes_stops_a_process_past_its_limit(monkeypatch):
+    import runner.process_modes as process_modes_module
+
+    monkeypatch.setattr(process_modes_module, "PROCESS_LIMIT_S", 0.2)  # under the child's own import of torch
+    (task,) = [t for t in load_native_tasks(TASKS_DIR) if t.task_id == "relu_fp16"]
+    with pytest.raises(RuntimeError, match=r"process 0 ran past 0\.2 s"):
+        process_modes_module.process_modes([str(task.path)], 2, device="cpu")
