@@ -602,7 +602,9 @@ def processes_command(argv: list[str]) -> int:
     chosen, unknown = [], []
     for name in args.names:
         matched = [t for t in tasks if name in (t.task_id, t.category)]
-        (chosen.extend(t for t in matched if t not in chosen) if matched else unknown.append(name))
+        if not matched:
+            unknown.append(name)
+        chosen += [t for t in matched if t not in chosen]
     if unknown:
         print(f"kbench bench processes: no task or category named {', '.join(unknown)}", file=sys.stderr)
         return 2
