@@ -19,6 +19,7 @@ nothing on the device.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -42,9 +43,9 @@ MODEL_SEED = 0
 def measure_in_this_process(
     task_paths: list[str], device_name: str, shape: str, samples: int, method: str, workdir: str
 ) -> dict:
-    """Each task's reference and ``method``'s candidate at ``shape`` in this process: per side the median time
-    (ms) and its noise (relative: the interquartile range over 1.349, times 1.2533 over the root of the sample
-    count). ``device_name`` "auto": the GPU where there is one, else the CPU; ``shape`` "auto": the performance
+    """Each task's reference and ``method``'s candidate at ``shape`` in this process: per side its samples
+    summarised as a measurement's are (``timing.summarise``: the median, the quartiles, the median's relative
+    standard error). ``device_name`` "auto": the GPU where there is one, else the CPU; ``shape`` "auto": the performance
     shape on a GPU, the small one on a CPU (where the performance shapes take minutes a call). The candidates'
     sources are written to ``workdir``."""
     import torch
@@ -53,6 +54,7 @@ def measure_in_this_process(
     from runner.tasks.model import read_native_task
     from runner.worker.loading import build_model, import_file, make_inputs
     from runner.worker.samplers import CudaSampler, HostSampler, run_batch, warm_up
+    from runner.worker.timing import summarise
 
     if device_name == "auto":
         device_name = "cuda" if torch.cuda.is_available() else "cpu"
@@ -88,20 +90,13 @@ def measure_in_this_process(
                 for side in order:  # alternating batches, each side first in turn: drift hits both
                     times[side] += run_batch(sampler, [calls[side]] * min(BATCH, samples - len(times[side])))[0]
                 order.reverse()
-        out[task.task_id] = {side: _median_and_noise(values) for side, values in times.items()}
+        out[task.task_id] = {side: dataclasses.asdict(summarise(values)) for side, values in times.items()}
         out[task.task_id]["candidate_hash"] = candidate.content_hash
         del sides, calls, inputs
         if device.type == "cuda":
             torch.cuda.empty_cache()
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     return {"pid": os.getpid(), "device": device_name, "gpu": gpu, "shape": shape, "tasks": out}
-
-
-def _median_and_noise(times: list[float]) -> dict:
-    median = statistics.median(times)
-    quartiles = statistics.quantiles(times, n=4)
-    noise = 1.2533 * (quartiles[2] - quartiles[0]) / 1.349 / math.sqrt(len(times)) / median
-    return {"median_ms": median, "noise": noise, "samples": len(times)}
 
 
 def process_modes(
@@ -148,12 +143,14 @@ def process_modes(
 
 
 def _across_processes(per_process: list[dict]) -> dict:
-    """One task's figures over the processes, from each process's ``{side: {median_ms, noise}}``."""
+    """One task's figures over the processes, from each process's ``{side: TimingSummary as a dict}``."""
     reference = [p["reference"]["median_ms"] for p in per_process]
     candidate = [p["candidate"]["median_ms"] for p in per_process]
     speedups = [r / c for r, c in zip(reference, candidate)]
-    # A ratio's relative noise: its two medians' together.
-    noise = statistics.median(math.hypot(p["reference"]["noise"], p["candidate"]["noise"]) for p in per_process)
+    # A ratio's relative noise: its two medians' together (as ``timing._ratio_noise``).
+    noise = statistics.median(
+        math.hypot(p["reference"]["relative_noise"], p["candidate"]["relative_noise"]) for p in per_process
+    )
     between = statistics.stdev(speedups) / statistics.fmean(speedups)
     spread = lambda values: 100 * (max(values) / min(values) - 1)  # noqa: E731
     return {

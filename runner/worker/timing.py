@@ -318,8 +318,8 @@ def measure_pair(
             f"no sample kept: the GPU was slowed in all {len(throttled)} batches, {cooled:.1f} s of cool-down "
             f"between them did not help ({throttled[-1]['why']})"
         )
-    ref = _summarise(samples["reference"] + audit_samples["reference"])
-    cand = _summarise(samples["candidate"] + audit_samples["candidate"])
+    ref = summarise(samples["reference"] + audit_samples["reference"])
+    cand = summarise(samples["candidate"] + audit_samples["candidate"])
     medians = {"reference": ref.median_ms, "candidate": cand.median_ms}
     gaps, recheck, rechecked = _judged_sync_gaps(audits, medians, sampler, placements, rng, batch)
     wall = time.perf_counter() - started
@@ -575,7 +575,9 @@ def _ratio_noise(reference: list[float], candidate: list[float], presorted: bool
     return math.hypot(_relative_median_error(reference, presorted), _relative_median_error(candidate, presorted))
 
 
-def _summarise(values: list[float]) -> TimingSummary:
+def summarise(values: list[float]) -> TimingSummary:
+    """One side's samples as every measurement reports them (also ``runner/process_modes.py``): the median, the
+    quartiles, and the median's relative standard error."""
     q1, median, q3 = statistics.quantiles(values, n=4) if len(values) >= 2 else (values[0],) * 3
     return TimingSummary(
         median_ms=statistics.median(values),
