@@ -3,7 +3,9 @@
 - ``repeat A B``: two runs of the same configuration: per task and method, |speedup_A /
   speedup_B - 1| (median, p95, max), split into single ops and fusions (levels 1-2) and whole
   blocks (level 3); plus each run's duty cycle (timed GPU time over the wall time, with
-  isolation, correctness, compile and logging included) and evaluations per minute.
+  isolation, correctness, compile and logging included) and evaluations per minute. ``A B A2 B2 ...``: the
+  pairs of a suite run in shards (``suite.shard=K/N``), joined; ``--floor FILE`` (``processes``' output, as often
+  as there are files): each covered task's spread between fresh processes, and the moves less those floors.
 - ``overlap A B``: two runs made at the same time on one GPU: pairs of measurement windows
   (logged timing loops) that overlap in time. The per-GPU lock promises zero.
 - ``disturbed RUN``: the timed batches something slowed, and whether another worker's CUDA context
@@ -24,6 +26,7 @@ Each prints one JSON object; BENCHMARKS.md records them with the command, machin
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import re
@@ -325,11 +328,27 @@ def _union_seconds(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
-def repeat(run_a: Path, run_b: Path) -> dict:
+class BadInput(Exception):
+    """Paths a command cannot compare: one line for its user, exit 2."""
+
+
+def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...] = ()) -> dict:
     """Per task and method, how far the speedup moved between two runs, which side moved, and whether
     that is more than the runs' own noise estimates allow: ``z`` is the move over the two runs' noises
     together (each run's ratio noise and, where it sampled several placements, their standard error),
-    which for well-calibrated estimates exceeds 2 for about one pair in twenty (``beyond_noise``)."""
+    which for well-calibrated estimates exceeds 2 for about one pair in twenty (``beyond_noise``).
+
+    Further pairs (``A2 B2 ...``: the parts of a suite run as ``suite.shard=K/N``, each pair back to back on one
+    machine) join the same figures; a task and method may be in one pair only.
+
+    ``floors``: outputs of ``runner.bench processes --method M`` (``process_modes``). Each task and method they
+    cover gets ``process_floor_pct``, how far its speedup lay apart between fresh processes, which no measurement
+    inside one process narrows; ``beyond_process_floor`` gives each group's moves less their floors (none below
+    zero; a task without a floor keeps its whole move)."""
+    runs = [run_a, run_b, *more_pairs]
+    if len(runs) % 2:
+        raise BadInput(f"repeat compares pairs of runs (A B [A2 B2 ...]); got {len(runs)} runs")
+    floor_of = _process_floors(floors)
 
     def speedups(run_dir):
         out = {}
@@ -342,15 +361,24 @@ def repeat(run_a: Path, run_b: Path) -> dict:
                 out[key] = (job["task"]["level"], timing.speedup, noise, medians, timing.placement_spread)
         return out
 
-    a, b = speedups(run_a), speedups(run_b)
+    paired: dict[tuple[str, str], tuple] = {}
+    for first_run, second_run in zip(runs[0::2], runs[1::2]):
+        a, b = speedups(first_run), speedups(second_run)
+        for key in set(a) & set(b):
+            if key in paired:
+                raise BadInput(f"{key[1]} ({key[0]}) is in more than one pair of runs")
+            paired[key] = (a[key], b[key])
     deltas: dict[str, list[float]] = {}
+    beyond_floor: dict[str, list[float]] = {}
     moved = []
-    for key in sorted(set(a) & set(b)):
-        level, first, first_noise, first_ms, first_spread = a[key]
-        _, second, second_noise, second_ms, second_spread = b[key]
+    for key in sorted(paired):
+        (level, first, first_noise, first_ms, first_spread), second_side = paired[key]
+        _, second, second_noise, second_ms, second_spread = second_side
         group = f"{key[0]}, {'blocks (level 3)' if level >= 3 else 'ops and fusions (levels 1-2)'}"
         delta = abs(first / second - 1)
         deltas.setdefault(group, []).append(delta)
+        floor = floor_of.get(key)
+        beyond_floor.setdefault(group, []).append(max(0.0, delta - (floor or 0.0) / 100))
         noise = math.hypot(first_noise, second_noise)
         moved.append(
             {
@@ -366,9 +394,12 @@ def repeat(run_a: Path, run_b: Path) -> dict:
                 "z": delta / noise if noise > 0 else math.inf,
             }
         )
+        if floors:
+            moved[-1]["process_floor_pct"] = floor
     beyond = [row for row in moved if row["z"] > 2]
     return {
-        "pairs": len(set(a) & set(b)),
+        "pairs": len(paired),
+        "runs": [path.name for path in runs],
         "abs_delta_speedup": {group: _quantiles(values) for group, values in sorted(deltas.items())},
         "beyond_noise": {
             "z_median": statistics.median(row["z"] for row in moved) if moved else None,
@@ -377,8 +408,33 @@ def repeat(run_a: Path, run_b: Path) -> dict:
         },
         # Which tasks moved most: a quantile over the target is a question about these.
         "largest": sorted(moved, key=lambda row: -row["abs_delta_pct"])[:_LARGEST],
-        "duty": [duty(run_a), duty(run_b)],
-    }
+        "duty": [duty(run) for run in runs],
+    } | (
+        {
+            "beyond_process_floor": {
+                "floors": [str(path) for path in floors],
+                "tasks_with_a_floor": sum(1 for key in paired if key in floor_of),
+                "abs_delta_speedup": {group: _quantiles(values) for group, values in sorted(beyond_floor.items())},
+            }
+        }
+        if floors
+        else {}
+    )
+
+
+def _process_floors(paths: tuple[Path, ...]) -> dict[tuple[str, str], float]:
+    """``{(method, task): speedup spread between processes, in percent}`` from ``processes`` outputs."""
+    floors: dict[tuple[str, str], float] = {}
+    for path in paths:
+        try:
+            figures = json.loads(Path(path).read_text())
+            covered = {(figures["method"], task): row["speedup_spread_pct"] for task, row in figures["tasks"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            raise BadInput(f"{path} is not the output of `python -m runner.bench processes`") from None
+        for key in covered.keys() & floors.keys():
+            raise BadInput(f"{key[1]} ({key[0]}) has a floor in more than one file")
+        floors |= covered
+    return floors
 
 
 _LARGEST = 10  # tasks listed by ``repeat`` as having moved most between the passes
@@ -618,6 +674,17 @@ def processes_command(argv: list[str]) -> int:
     return 0
 
 
+def _paths_taken(command) -> str:
+    """A command's paths as its usage names them, from its signature: ``RUN_A RUN_B [MORE_PAIRS...]``."""
+    names = []
+    for parameter in inspect.signature(command).parameters.values():
+        if parameter.kind is parameter.KEYWORD_ONLY:
+            continue  # an option (repeat's --floor), not a path
+        name = parameter.name.upper()
+        names.append(f"[{name}...]" if parameter.kind is parameter.VAR_POSITIONAL else name)
+    return " ".join(names)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["profile"]:
         print(json.dumps(profile(*argv[1:])))
@@ -636,13 +703,32 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in commands:
         print(f"usage: python -m runner.bench {{{'|'.join(commands)}|processes|profile}} PATH [PATH]", file=sys.stderr)
         return 2
-    paths = [Path(p) for p in argv[1:]]
+    words, floors = argv[1:], []
+    while "--floor" in words:  # repeat's processes outputs: --floor FILE, as often as there are files
+        at = words.index("--floor")
+        if argv[0] != "repeat" or at + 1 == len(words):
+            print(f"kbench bench {argv[0]}: --floor takes a file of `processes`, and only for repeat", file=sys.stderr)
+            return 2
+        floors.append(Path(words[at + 1]))
+        del words[at : at + 2]
+    paths = [Path(p) for p in words]
     creates = argv[0] in ("all", "accuracy")
-    missing = [str(p) for p in paths if not p.exists() and not creates]
+    missing = [str(p) for p in paths + floors if not p.exists() and not creates]
     if missing:
         print(f"kbench bench: no such file or run directory: {', '.join(missing)}", file=sys.stderr)
         return 2
-    print(json.dumps(commands[argv[0]](*paths), indent=1))
+    keywords = {"floors": tuple(floors)} if floors else {}
+    try:
+        inspect.signature(commands[argv[0]]).bind(*paths, **keywords)
+    except TypeError:
+        print(f"kbench bench {argv[0]}: takes {_paths_taken(commands[argv[0]])}; got {len(paths)}", file=sys.stderr)
+        return 2
+    try:
+        figures = commands[argv[0]](*paths, **keywords)
+    except BadInput as exc:
+        print(f"kbench bench {argv[0]}: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(figures, indent=1))
     return 0
 
 

@@ -134,6 +134,7 @@ def command_run(overrides: list[str], console: Console) -> int:
             tuple(cfg.suite.categories),
             tuple(cfg.suite.levels),
             cfg.suite.limit,
+            cfg.suite.shard,
         )
         tasks = resolve_suite(selection, TASKS_DIR, SUITES_DIR)
         evaluations = plan(tasks, settings)

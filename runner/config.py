@@ -111,6 +111,8 @@ class SuiteConfig:
     tasks: list[str] = field(default_factory=list)
     categories: list[str] = field(default_factory=list)
     levels: list[int] = field(default_factory=list)
+    # "K/N": the Kth of N interleaved parts of the selection (runner/tasks/suites.py), before ``limit``.
+    shard: str | None = None
     limit: int | None = None
 
 

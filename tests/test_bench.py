@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from runner.analysis.disturbances import disturbances
+from runner.analysis.records import job_results
 from runner.bench import duty, ncu, overlap, repeat
 from runner.methods import METHODS
 from runner.paths import TASKS_DIR
@@ -25,26 +26,29 @@ TASKS = "[gelu_tanh,leaky_relu_fp32]"
 REPO = Path(__file__).resolve().parent.parent
 
 
+def _reference_run(cwd: Path, name: str, *overrides: str) -> Path:
+    """A real CPU run of the reference method over ``TASKS``, short timing; its run directory."""
+    proc = kbench(
+        "run",
+        "suite=full",
+        f"suite.tasks={TASKS}",
+        "method=reference",
+        "tracking=off",
+        f"run.name={name}",
+        "executor.prestart=0",
+        *FAST_TIMING,
+        *overrides,
+        cwd=cwd,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (run_dir,) = (cwd / "runs").glob(f"*-{name}-*")
+    return run_dir
+
+
 @pytest.fixture(scope="module")
 def two_passes(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("bench")
-    runs = []
-    for name in ("pass-a", "pass-b"):
-        proc = kbench(
-            "run",
-            "suite=full",
-            f"suite.tasks={TASKS}",
-            "method=reference",
-            "tracking=off",
-            f"run.name={name}",
-            "executor.prestart=0",
-            *FAST_TIMING,
-            cwd=tmp,
-        )
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        (run_dir,) = (tmp / "runs").glob(f"*-{name}-*")
-        runs.append(run_dir)
-    return runs
+    return [_reference_run(tmp, name) for name in ("pass-a", "pass-b")]
 
 
 def _copy_of(run_dir: Path, tmp_path: Path) -> tuple[Path, list[Path]]:
@@ -91,6 +95,89 @@ def test_repeat_pairs_tasks_and_reports_duty(two_passes):
         expected = 100 * run["measured_s"] / (run["wall_s"] + run["setup_s"])
         assert run["duty_with_setup_pct"] == pytest.approx(expected) and run["duty_with_setup_pct"] < run["duty_pct"]
     assert duty(two_passes[0]) == figures["duty"][0]
+
+
+def _without(run_dir: Path, task_id: str, copy: Path) -> Path:
+    """A copy of a finished run whose evaluations of ``task_id`` are gone: one part of a split suite."""
+    shutil.copytree(run_dir, copy)
+    for job in copy.glob("jobs/*"):
+        if json.loads((job / "job.json").read_text())["task"]["task_id"] == task_id:
+            shutil.rmtree(job)
+    return copy
+
+
+def test_repeat_joins_the_pairs_of_a_split_suite(two_passes, tmp_path: Path):
+    """Two pairs of runs over disjoint parts of the suite (``suite.shard``) give the figures of one pair
+    over both; a task in two pairs, or an odd number of runs, is one line and exit 2."""
+    first, second = two_passes
+    parts = [
+        _without(run, gone, tmp_path / f"{run.name}-{gone}")
+        for gone in ("leaky_relu_fp32", "gelu_tanh")
+        for run in (first, second)
+    ]
+    joined, whole = repeat(*parts), repeat(first, second)
+    assert joined["pairs"] == whole["pairs"] == 2
+    assert joined["runs"] == [part.name for part in parts]
+    assert joined["abs_delta_speedup"] == whole["abs_delta_speedup"]
+    assert joined["largest"] == whole["largest"] and joined["beyond_noise"] == whole["beyond_noise"]
+    assert [d["evaluations"] for d in joined["duty"]] == [1, 1, 1, 1]
+    proc = _bench("repeat", str(first), str(second), str(second), str(first))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "is in more than one pair of runs" in proc.stderr
+    proc = _bench("repeat", str(first), str(second), str(first))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "got 3 runs" in proc.stderr
+    proc = _bench("repeat", str(first))
+    assert proc.returncode == 2 and proc.stderr == "kbench bench repeat: takes RUN_A RUN_B [MORE_PAIRS...]; got 1\n"
+
+
+def test_repeat_takes_each_tasks_floor_from_fresh_processes(two_passes, tmp_path: Path):
+    """``--floor`` (``processes``' output, measured here on the CPU) gives each covered row the spread of its
+    speedup between processes, and each group's moves less those floors."""
+    proc = _bench("processes", "--device", "cpu", "--processes", "2", "--samples", "8", "gelu_tanh", "leaky_relu_fp32")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    measured = json.loads(proc.stdout)
+    floor = tmp_path / "floor.json"
+    floor.write_text(proc.stdout)
+    figures = repeat(*two_passes, floors=(floor,))
+    rows = {row["task"]: row for row in figures["largest"]}
+    for task, row in rows.items():
+        assert row["process_floor_pct"] == measured["tasks"][task]["speedup_spread_pct"]
+    beyond = figures["beyond_process_floor"]
+    assert beyond["floors"] == [str(floor)] and beyond["tasks_with_a_floor"] == 2
+    excess = [max(0.0, row["abs_delta_pct"] - row["process_floor_pct"]) for row in rows.values()]
+    group = beyond["abs_delta_speedup"]["reference, ops and fusions (levels 1-2)"]
+    assert group["max_pct"] == pytest.approx(max(excess)) and group["n"] == 2
+    # A floor over the move leaves nothing beyond it; a task without one keeps its whole move.
+    measured["tasks"]["gelu_tanh"]["speedup_spread_pct"] = 1000.0
+    del measured["tasks"]["leaky_relu_fp32"]
+    floor.write_text(json.dumps(measured))
+    figures = repeat(*two_passes, floors=(floor,))
+    group = figures["beyond_process_floor"]["abs_delta_speedup"]["reference, ops and fusions (levels 1-2)"]
+    assert group["max_pct"] == pytest.approx(rows["leaky_relu_fp32"]["abs_delta_pct"])
+    assert figures["beyond_process_floor"]["tasks_with_a_floor"] == 1
+    assert {row["task"]: row["process_floor_pct"] for row in figures["largest"]}["leaky_relu_fp32"] is None
+    assert "process_floor_pct" not in repeat(*two_passes)["largest"][0]
+    # Through the command line: the figures, then each bad input as one line and exit 2.
+    proc = _bench("repeat", str(two_passes[0]), "--floor", str(floor), str(two_passes[1]))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["beyond_process_floor"]["tasks_with_a_floor"] == 1
+    not_a_floor = tmp_path / "other.json"
+    not_a_floor.write_text('{"tasks": []}')
+    for args, says in [
+        (["--floor", str(floor), "--floor", str(floor)], "gelu_tanh (reference) has a floor in more than one file"),
+        (["--floor", str(not_a_floor)], "is not the output of `python -m runner.bench processes`"),
+        (["--floor"], "--floor takes a file of `processes`, and only for repeat"),
+        (["--floor", str(tmp_path / "gone.json")], "no such file or run directory"),
+    ]:
+        proc = _bench("repeat", *map(str, two_passes), *args)
+        assert proc.returncode == 2 and proc.stdout == "", args
+        assert proc.stderr.count("\n") == 1 and says in proc.stderr, proc.stderr
+    proc = _bench("duty", str(two_passes[0]), "--floor", str(floor))
+    assert proc.returncode == 2 and "only for repeat" in proc.stderr
+
+
+def test_a_shard_runs_its_part_of_the_suite(tmp_path: Path):
+    run_dir = _reference_run(tmp_path, "second-half", "suite.shard=2/2")
+    assert [result.task_id for _, result in job_results(run_dir)] == ["leaky_relu_fp32"]
 
 
 def test_the_wall_parts_add_up_to_the_wall_time(two_passes, tmp_path: Path):

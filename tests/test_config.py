@@ -129,3 +129,10 @@ def test_a_gpu_file_stops_a_run_on_another_gpu():
 def test_unknown_suite_task_is_one_line(tmp_path: Path):
     proc = kbench("run", "suite.tasks=[no_such_task]", "tracking=off", cwd=tmp_path)
     assert proc.returncode == 2 and "no_such_task" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_a_bad_shard_stops_the_run_with_one_line_before_anything_is_written(tmp_path: Path):
+    proc = kbench("run", "suite=full", "suite.shard=3/2", "tracking=off", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "suite.shard must be K/N with 1 <= K <= N, e.g. 1/2 (got '3/2')" in proc.stderr
+    assert not (tmp_path / "runs").exists()

@@ -43,6 +43,27 @@ def test_every_suite_resolves(name):
     assert resolve_suite(SuiteSelection(name), TASKS_DIR, SUITES_DIR)
 
 
+def test_shards_split_a_suite_into_interleaved_parts():
+    """N runs with ``suite.shard=K/N`` cover the selection once between them, in its order, each a mix of
+    its categories; ``limit`` then cuts the shard."""
+    whole = resolve_suite(SuiteSelection("full"), TASKS_DIR, SUITES_DIR)
+    parts = [resolve_suite(SuiteSelection("full", shard=f"{k}/3"), TASKS_DIR, SUITES_DIR) for k in (1, 2, 3)]
+    assert [t.task_id for t in parts[0]] == [t.task_id for t in whole[0::3]]
+    assert sorted(t.task_id for part in parts for t in part) == sorted(t.task_id for t in whole)
+    assert all(abs(len(part) - len(whole) / 3) < 1 for part in parts)
+    assert all(len({t.category for t in part}) > 1 for part in parts)
+    cut = resolve_suite(SuiteSelection("full", shard="2/3", limit=4), TASKS_DIR, SUITES_DIR)
+    assert cut == parts[1][:4]
+    activation = resolve_suite(SuiteSelection("full", categories=("activation",), shard="2/2"), TASKS_DIR, SUITES_DIR)
+    assert activation == [t for t in whole if t.category == "activation"][1::2]
+
+
+@pytest.mark.parametrize("shard", ["0/2", "3/2", "1/0", "x", "1/2/3", "-1/2", "1/"])
+def test_a_bad_shard_is_one_line(shard):
+    with pytest.raises(TaskError, match=r"^suite\.shard must be K/N with 1 <= K <= N, e\.g\. 1/2 \(got '"):
+        resolve_suite(SuiteSelection("full", shard=shard), TASKS_DIR, SUITES_DIR)
+
+
 def test_changed_task_refuses_its_suite(tmp_path: Path):
     tasks = tmp_path / "tasks" / "activation"
     tasks.mkdir(parents=True)

@@ -29,6 +29,9 @@ class SuiteSelection:
     categories: tuple[str, ...] = ()
     levels: tuple[int, ...] = ()
     limit: int | None = None
+    # "K/N": every Nth task of the selection from its Kth (1-based), so N runs share a suite between them
+    # and each holds a mix of its categories.
+    shard: str | None = None
 
 
 def read_lock(suites_dir: Path, name: str) -> dict:
@@ -79,11 +82,22 @@ def _filter(tasks: list[Task], selection: SuiteSelection) -> list[Task]:
         tasks = [task for task in tasks if task.category in selection.categories]
     if selection.levels and selection.layout == "native":
         tasks = [task for task in tasks if task.level in selection.levels]
+    if selection.shard is not None:
+        index, count = parse_shard(selection.shard)
+        tasks = tasks[index - 1 :: count]
     if selection.limit is not None:
         tasks = tasks[: selection.limit]
     if not tasks:
         raise TaskError(f"suite {selection.name!r} selects no tasks")
     return tasks
+
+
+def parse_shard(shard: str) -> tuple[int, int]:
+    """``"K/N"`` as ``(K, N)``, with ``1 <= K <= N``."""
+    index, _, count = str(shard).partition("/")
+    if not (index.strip().isdigit() and count.strip().isdigit() and 1 <= int(index) <= int(count)):
+        raise TaskError(f"suite.shard must be K/N with 1 <= K <= N, e.g. 1/2 (got {shard!r})")
+    return int(index), int(count)
 
 
 def write_locks(tasks_dir: Path, suites_dir: Path) -> list[Path]:
