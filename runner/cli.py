@@ -234,7 +234,7 @@ def command_run(overrides: list[str], console: Console) -> int:
     sink = None
     if cfg.tracking.enabled:
         _quiet_libraries()
-        from runner.tracking.mlflow_sink import MlflowSink, SinkError
+        from runner.tracking.mlflow_sink import MlflowSink
 
         try:
             sink = MlflowSink(cfg.tracking.uri, cfg.tracking.experiment)
@@ -262,8 +262,11 @@ def command_run(overrides: list[str], console: Console) -> int:
             )
             run_dir.write_manifest(manifest)
             sink.log_parent_artifacts(manifest["mlflow_run_id"], [run_dir.path / "config.yaml", run_dir.manifest_path])
-        except SinkError as exc:
-            console.print(f"[red]MLflow unavailable ({exc}); results stay in {run_dir.path}")
+        except Exception as exc:  # SinkError, or a store MLflow cannot open at all: the files stay the record
+            why = f"{type(exc).__name__}: {str(exc).splitlines()[0]}" if str(exc) else type(exc).__name__
+            console.print(
+                f"MLflow unavailable ({why}); results stay in {run_dir.path}", style="red", markup=False, soft_wrap=True
+            )
             sink = None
     run_dir.write_manifest(manifest)
     console.print(

@@ -97,6 +97,30 @@ def test_report_from_dir_and_from_mlflow(tracked_run):
     assert (tmp / f"report-{parent_id[:12]}.md").read_text() == (run_dir / "report.md").read_text()
 
 
+def test_a_store_mlflow_cannot_open_leaves_the_run_on_disk(tmp_path: Path):
+    """A tracking store that cannot be created (its folder would sit under a file) is one red line: the run
+    goes on and its files are the record, with no parent run named. It used to end the run with a traceback."""
+    suite = make_kernelbench_dir(tmp_path / "kb", ["1_only"])
+    (tmp_path / "a-file").write_text("")
+    proc = kbench(
+        "run",
+        "suite=kernelbench",
+        f"suite.path={suite}",
+        "method=reference",
+        f"tracking.uri=sqlite:///{tmp_path}/a-file/mlflow.db",
+        *FAST_TIMING,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = [line for line in proc.stdout.splitlines() if "MLflow unavailable" in line]
+    assert len(said) == 1 and "a-file" in said[0] and "results stay in" in said[0], proc.stdout
+    assert "Traceback" not in proc.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "finished" and manifest["mlflow_run_id"] is None
+    assert [row["verdict"] for row in results_of(run_dir)] == ["correct"]
+
+
 def test_report_of_nothing_is_one_line(tmp_path: Path):
     proc = kbench("report", "no-such-run", "--tracking-uri", f"sqlite:///{tmp_path}/m.db", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
