@@ -372,32 +372,31 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
     beyond_floor: dict[str, list[float]] = {}
     moved = []
     for key in sorted(paired):
-        (level, first, first_noise, first_ms, first_spread), second_side = paired[key]
-        _, second, second_noise, second_ms, second_spread = second_side
+        (level, first, first_noise, first_ms, first_spread), (_, second, second_noise, second_ms, second_spread) = (
+            paired[key]
+        )
         group = f"{key[0]}, {'blocks (level 3)' if level >= 3 else 'ops and fusions (levels 1-2)'}"
         delta = abs(first / second - 1)
         deltas.setdefault(group, []).append(delta)
-        floor = floor_of.get(key)
-        beyond_floor.setdefault(group, []).append(max(0.0, delta - (floor or 0.0) / 100))
         noise = math.hypot(first_noise, second_noise)
-        moved.append(
-            {
-                "method": key[0],
-                "task": key[1],
-                "abs_delta_pct": 100 * delta,
-                "speedups": [first, second],
-                "noise_pct": [100 * first_noise, 100 * second_noise],
-                "placement_spread_pct": [None if s is None else 100 * s for s in (first_spread, second_spread)],
-                # Which side moved: each side's median from the first run to the second, in percent.
-                "reference_moved_pct": 100 * (second_ms[0] / first_ms[0] - 1),
-                "candidate_moved_pct": 100 * (second_ms[1] / first_ms[1] - 1),
-                "z": delta / noise if noise > 0 else math.inf,
-            }
-        )
+        row = {
+            "method": key[0],
+            "task": key[1],
+            "abs_delta_pct": 100 * delta,
+            "speedups": [first, second],
+            "noise_pct": [100 * first_noise, 100 * second_noise],
+            "placement_spread_pct": [None if s is None else 100 * s for s in (first_spread, second_spread)],
+            # Which side moved: each side's median from the first run to the second, in percent.
+            "reference_moved_pct": 100 * (second_ms[0] / first_ms[0] - 1),
+            "candidate_moved_pct": 100 * (second_ms[1] / first_ms[1] - 1),
+            "z": delta / noise if noise > 0 else math.inf,
+        }
         if floors:
-            moved[-1]["process_floor_pct"] = floor
+            row["process_floor_pct"] = floor = floor_of.get(key)
+            beyond_floor.setdefault(group, []).append(max(0.0, delta - (floor or 0.0) / 100))
+        moved.append(row)
     beyond = [row for row in moved if row["z"] > 2]
-    return {
+    figures = {
         "pairs": len(paired),
         "runs": [path.name for path in runs],
         "abs_delta_speedup": {group: _quantiles(values) for group, values in sorted(deltas.items())},
@@ -409,17 +408,14 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
         # Which tasks moved most: a quantile over the target is a question about these.
         "largest": sorted(moved, key=lambda row: -row["abs_delta_pct"])[:_LARGEST],
         "duty": [duty(run) for run in runs],
-    } | (
-        {
-            "beyond_process_floor": {
-                "floors": [str(path) for path in floors],
-                "tasks_with_a_floor": sum(1 for key in paired if key in floor_of),
-                "abs_delta_speedup": {group: _quantiles(values) for group, values in sorted(beyond_floor.items())},
-            }
+    }
+    if floors:
+        figures["beyond_process_floor"] = {
+            "floors": [str(path) for path in floors],
+            "tasks_with_a_floor": sum(1 for key in paired if key in floor_of),
+            "abs_delta_speedup": {group: _quantiles(values) for group, values in sorted(beyond_floor.items())},
         }
-        if floors
-        else {}
-    )
+    return figures
 
 
 def _process_floors(paths: tuple[Path, ...]) -> dict[tuple[str, str], float]:
@@ -431,8 +427,9 @@ def _process_floors(paths: tuple[Path, ...]) -> dict[tuple[str, str], float]:
             covered = {(figures["method"], task): row["speedup_spread_pct"] for task, row in figures["tasks"].items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise BadInput(f"{path} is not the output of `python -m runner.bench processes`") from None
-        for key in covered.keys() & floors.keys():
-            raise BadInput(f"{key[1]} ({key[0]}) has a floor in more than one file")
+        clashes = sorted(covered.keys() & floors.keys())
+        if clashes:
+            raise BadInput(f"{clashes[0][1]} ({clashes[0][0]}) has a floor in more than one file")
         floors |= covered
     return floors
 
