@@ -6,9 +6,11 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 conf ?= cpu_smoke
 # Every other VAR=value given to make (e.g. executor=docker suite.limit=3) becomes a Hydra override.
-OVERRIDES := $(filter-out conf=% PYTHON=% VENV=% TORCH_SPEC=% BENCH_OUT=%,$(MAKEOVERRIDES))
+OVERRIDES := $(filter-out conf=% PYTHON=% VENV=% TORCH_SPEC=% BENCH_OUT=% BENCH_ARGS=%,$(MAKEOVERRIDES))
 # Where `make bench` (GPU machine) puts its runs and bench.json; figures go to BENCHMARKS.md.
 BENCH_OUT ?= runs/bench
+# Options of `python -m runner.bench all` (e.g. BENCH_ARGS="--shards 2 --methods torch_compile").
+BENCH_ARGS ?=
 
 .PHONY: install run test lint bench image image-cpu image-lock
 
@@ -32,7 +34,7 @@ lint: $(BIN)/kbench
 	$(BIN)/ruff format --check runner tests
 
 bench: $(BIN)/kbench
-	$(BIN)/python -m runner.bench all $(BENCH_OUT)
+	$(BIN)/python -m runner.bench all $(BENCH_OUT) $(BENCH_ARGS)
 
 # Evaluation images (README, "Containers"). `image`: the GPU image (needs Docker Hub and PyPI);
 # `image-cpu`: the CPU test image, built offline; `image-lock`: record their ids in manifests/images.lock.

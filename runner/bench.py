@@ -16,10 +16,11 @@
 - ``ncu PROFILE.csv RUN``: kernel time from Nsight Compute (``gpu__time_duration.sum`` summed
   per task over one call) against the reference's median time in the run.
 
-- ``accuracy OUT``: a reference run of ``NCU_TASKS`` and the Nsight Compute profile of the
+- ``accuracy OUT``: a reference run of ``bench_protocol.NCU_TASKS`` and the Nsight Compute profile of the
   same references (``profile TASK...`` is the driver ncu runs), compared as above.
-- ``all OUT`` (``make bench``): two passes of ``h100_fullsuite`` over the quick suite, the
-  lock pair, and the accuracy comparison where ``ncu`` is installed; ``OUT/bench.json``.
+- ``all OUT [--experiment E] [--methods M,M] [--shards N] [--floor-processes P] [--set KEY=VALUE ...]``
+  (``make bench``): the whole protocol, each method's pair of the whole suite, their floors, the lock pair and the
+  accuracy comparison, every figure judged against its target (``runner/bench_protocol.py``); ``OUT/bench.json``.
 
 Each prints one JSON object; BENCHMARKS.md records them with the command, machine and date.
 """
@@ -30,9 +31,7 @@ import inspect
 import json
 import math
 import re
-import shutil
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -382,6 +381,7 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
         row = {
             "method": key[0],
             "task": key[1],
+            "group": group,
             "abs_delta_pct": 100 * delta,
             "speedups": [first, second],
             "noise_pct": [100 * first_noise, 100 * second_noise],
@@ -483,51 +483,6 @@ def ncu(profile_csv: Path, run_dir: Path) -> dict:
     }
 
 
-def _kbench(*args: str) -> list[str]:
-    return [sys.executable, "-m", "runner.cli", *args]
-
-
-def run_pass(out: Path, name: str, *overrides: str) -> Path:
-    """One ``h100_fullsuite`` run into ``out`` (resumed if an earlier call was cut off)."""
-    subprocess.run(
-        _kbench(
-            "run",
-            "experiment=h100_fullsuite",
-            f"run.out_dir={out}",
-            f"run.name={name}",
-            "run.progress=false",
-            *overrides,
-        ),
-        check=True,
-        stdout=sys.stderr,  # the runs' progress to stderr: stdout is the bench's JSON alone
-    )
-    return max(out.glob(f"*-{name}-*"), key=lambda p: p.stat().st_mtime)
-
-
-def lock_pair(out: Path, *overrides: str) -> dict:
-    """Two runs started together on GPU 0; their measurement windows must not overlap."""
-    procs = [
-        subprocess.Popen(
-            _kbench(
-                "run",
-                "hardware=h100",
-                "method=reference",
-                f"run.out_dir={out}",
-                f"run.name=lock{i}",
-                "run.progress=false",
-                "tracking=off",
-                *overrides,
-            ),
-            stdout=sys.stderr,
-        )
-        for i in (1, 2)
-    ]
-    if any(proc.wait() for proc in procs):
-        raise RuntimeError("a lock run failed")
-    first, second = (max(out.glob(f"*-lock{i}-*"), key=lambda p: p.stat().st_mtime) for i in (1, 2))
-    return overlap(first, second)
-
-
 def profile(*task_ids: str) -> dict:
     """Each task's reference at its performance shape, one call per NVTX range named by the task
     (three warm-up calls outside it): the driver that ``ncu --nvtx`` profiles."""
@@ -556,71 +511,6 @@ def profile(*task_ids: str) -> dict:
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_pop()
     return {"profiled": list(task_ids)}
-
-
-# Single-kernel references (in eager PyTorch) of different kinds, for the Nsight Compute comparison.
-NCU_TASKS = (
-    "gelu_tanh",
-    "gelu_erf_bf16",
-    "leaky_relu_fp32",
-    "hardswish_mobilenetv3_fp16",
-    "matmul_square_fp32",
-    "linear_bias_fp16",
-    "sum_rows_fp32",
-    "softmax_attn_scores_fp32",
-    "cumsum_rows_fp32",
-    "layer_norm_falcon40b_fp32",
-    "max_pool2d_resnet50_stem_fp32",
-    "add_residual_bf16",
-)
-
-
-def accuracy(out: Path) -> dict:
-    """kbench's reference medians against Nsight Compute's kernel time, same tasks, same GPU.
-
-    ``--clock-control none`` keeps ncu from touching the clocks (kbench never changes them);
-    ``--cache-control all`` flushes caches before each kernel, like kbench's cold mode.
-    """
-    tasks = ",".join(NCU_TASKS)
-    run_dir = run_pass(out, "accuracy", "method=reference", "suite=full", f"suite.tasks=[{tasks}]", "tracking=off")
-    csv_path = out / "ncu.csv"
-    with csv_path.open("w") as handle:
-        subprocess.run(
-            [
-                "ncu",
-                "--clock-control",
-                "none",
-                "--cache-control",
-                "all",
-                "--nvtx",
-                "--print-nvtx-rename",
-                "none",
-                "--nvtx-include",
-                "regex:.*/",
-                "--metrics",
-                "gpu__time_duration.sum",
-                "--csv",
-                sys.executable,
-                "-m",
-                "runner.bench",
-                "profile",
-                *NCU_TASKS,
-            ],
-            stdout=handle,
-            check=True,
-        )
-    return ncu(csv_path, run_dir)
-
-
-def everything(out: Path) -> dict:
-    """The whole protocol of BENCHMARKS.md: two passes, the lock pair, the Nsight comparison."""
-    out.mkdir(parents=True, exist_ok=True)
-    figures = {"repeat": repeat(run_pass(out, "bench-a", "suite=quick"), run_pass(out, "bench-b", "suite=quick"))}
-    figures["lock"] = lock_pair(out, "suite=quick", "suite.limit=8")
-    if shutil.which("ncu"):
-        figures["accuracy"] = accuracy(out)
-    (out / "bench.json").write_text(json.dumps(figures, indent=1))
-    return figures
 
 
 def processes_command(argv: list[str]) -> int:
@@ -682,23 +572,35 @@ def _paths_taken(command) -> str:
     return " ".join(names)
 
 
+def _accuracy(out: Path) -> dict:
+    """``accuracy OUT``: ``bench_protocol.accuracy`` (its own module: it runs kbench and ncu)."""
+    from runner.bench_protocol import accuracy
+
+    return accuracy(out)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["profile"]:
         print(json.dumps(profile(*argv[1:])))
         return 0
     if argv[:1] == ["processes"]:
         return processes_command(argv[1:])
+    if argv[:1] == ["all"]:
+        from runner.bench_protocol import protocol_command
+
+        return protocol_command(argv[1:])
     commands = {
-        "all": everything,
         "repeat": repeat,
         "overlap": overlap,
         "ncu": ncu,
         "duty": duty,
-        "accuracy": accuracy,
+        "accuracy": _accuracy,
         "disturbed": disturbances,
     }
     if not argv or argv[0] not in commands:
-        print(f"usage: python -m runner.bench {{{'|'.join(commands)}|processes|profile}} PATH [PATH]", file=sys.stderr)
+        print(
+            f"usage: python -m runner.bench {{{'|'.join(commands)}|all|processes|profile}} PATH [PATH]", file=sys.stderr
+        )
         return 2
     words, floors = argv[1:], []
     while "--floor" in words:  # repeat's processes outputs: --floor FILE, as often as there are files
@@ -709,7 +611,7 @@ def main(argv: list[str]) -> int:
         floors.append(Path(words[at + 1]))
         del words[at : at + 2]
     paths = [Path(p) for p in words]
-    creates = argv[0] in ("all", "accuracy")
+    creates = argv[0] == "accuracy"
     missing = [str(p) for p in paths + floors if not p.exists() and not creates]
     if missing:
         print(f"kbench bench: no such file or run directory: {', '.join(missing)}", file=sys.stderr)
