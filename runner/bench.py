@@ -331,6 +331,10 @@ class BadInput(Exception):
     """Paths a command cannot compare: one line for its user, exit 2."""
 
 
+class CommandFailed(Exception):
+    """A run or tool a command started ended badly: one line for its user (the run's own output above it), exit 1."""
+
+
 def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...] = ()) -> dict:
     """Per task and method, how far the speedup moved between two runs, which side moved, and whether
     that is more than the runs' own noise estimates allow: ``z`` is the move over the two runs' noises
@@ -627,9 +631,15 @@ def main(argv: list[str]) -> int:
     except BadInput as exc:
         print(f"kbench bench {argv[0]}: {exc}", file=sys.stderr)
         return 2
+    except CommandFailed as exc:
+        print(f"kbench bench {argv[0]}: {exc}", file=sys.stderr)
+        return 1
     print(json.dumps(figures, indent=1))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # The package's own module, not this ``__main__`` copy: the errors that bench_protocol raises are its classes.
+    from runner.bench import main as package_main
+
+    sys.exit(package_main(sys.argv[1:]))

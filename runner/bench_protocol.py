@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner.bench import BadInput, ncu, overlap, repeat
+from runner.bench import BadInput, CommandFailed, ncu, overlap, repeat
 from runner.paths import CONF_DIR
 
 # The issue's targets for two back-to-back passes, per group of tasks: |Δ speedup| quantiles, in percent.
@@ -69,12 +69,23 @@ _PROTOCOL_KEYS = {
 }
 
 
-class PassFailed(Exception):
-    """A run of the protocol ended with a non-zero exit."""
+class PassFailed(CommandFailed):
+    """A run of the protocol (or ncu) ended with a non-zero exit."""
 
 
-def _kbench(*args: str) -> list[str]:
-    return [sys.executable, "-m", "runner.cli", *args]
+def _run_command(out: Path, name: str, experiment: str, *overrides: str) -> list[str]:
+    """``kbench run`` of ``experiment`` into ``out`` as ``name``, without its progress bar."""
+    return [
+        sys.executable,
+        "-m",
+        "runner.cli",
+        "run",
+        f"experiment={experiment}",
+        f"run.out_dir={out}",
+        f"run.name={name}",
+        "run.progress=false",
+        *overrides,
+    ]
 
 
 def _finished_run(out: Path, name: str) -> Path | None:
@@ -102,14 +113,7 @@ def run_pass(out: Path, name: str, experiment: str, *overrides: str) -> Path:
         print(f"bench: {name} already finished in {done}", file=sys.stderr)
         return done
     proc = subprocess.run(
-        _kbench(
-            "run",
-            f"experiment={experiment}",
-            f"run.out_dir={out}",
-            f"run.name={name}",
-            "run.progress=false",
-            *overrides,
-        ),
+        _run_command(out, name, experiment, *overrides),
         stdout=sys.stderr,  # the runs' progress to stderr: stdout is the bench's JSON alone
     )
     done = _finished_run(out, name)
@@ -127,16 +131,7 @@ def lock_pair(out: Path, experiment: str, *overrides: str) -> dict:
         own = ("method=reference", "tracking=off", f"suite.limit={LOCK_EVALUATIONS}")
         procs = [
             subprocess.Popen(
-                _kbench(
-                    "run",
-                    f"experiment={experiment}",
-                    f"run.out_dir={out}",
-                    f"run.name={name}",
-                    "run.progress=false",
-                    "run.resume=never",
-                    *_with(own, overrides),
-                ),
-                stdout=sys.stderr,
+                _run_command(out, name, experiment, "run.resume=never", *_with(own, overrides)), stdout=sys.stderr
             )
             for name in names
         ]
@@ -158,7 +153,7 @@ def accuracy(out: Path, experiment: str = "h100_fullsuite", overrides: tuple[str
     run_dir = run_pass(out, "accuracy", experiment, *_with(own, overrides))
     csv_path = out / "ncu.csv"
     with csv_path.open("w") as handle:
-        subprocess.run(
+        profiled = subprocess.run(
             [
                 "ncu",
                 "--clock-control",
@@ -180,8 +175,9 @@ def accuracy(out: Path, experiment: str = "h100_fullsuite", overrides: tuple[str
                 *NCU_TASKS,
             ],
             stdout=handle,
-            check=True,
         )
+    if profiled.returncode != 0:
+        raise PassFailed(f"ncu failed (exit {profiled.returncode}); its output is above")
     return ncu(csv_path, run_dir)
 
 

@@ -160,3 +160,19 @@ def test_the_accuracy_judgement_counts_the_tasks_within_five_percent_of_nsight_c
     assert (row["value"], row["met"]) == (10, True)
     (row,) = judge({"accuracy": {"tasks": rows[1:]}})
     assert (row["value"], row["met"]) == (9, False)
+
+
+def test_accuracy_whose_run_fails_ends_with_one_line_of_its_own(tmp_path: Path):
+    """``accuracy OUT`` runs the H100 experiment: on a machine without a GPU its run stops, and the command says so in
+    one line of its own under the run's, exit 1 (it was a traceback)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "runner.bench", "accuracy", str(tmp_path / "acc")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    if proc.returncode == 0:
+        pytest.skip("this machine has the GPU and ncu the accuracy step needs")
+    assert proc.returncode == 1 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("kbench bench accuracy: the run accuracy failed (exit ")
