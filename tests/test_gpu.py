@@ -938,3 +938,46 @@ def test_processes_times_references_on_the_gpu_in_fresh_processes():
     assert len(row["reference_ms"]) == 2 and row["noise_pct"] < 0.5, row
     # The reference method's candidate is the same kernel in the same process: a speedup of 1 in each.
     assert all(abs(speedup - 1) < 0.02 for speedup in row["speedups"]), row
+
+
+def test_bench_all_runs_the_protocol_on_the_gpu(tmp_path):
+    """``make bench``'s protocol on two tasks: both methods' pairs (the second pass on the first one's compiled
+    kernels), the floors where a task moved over its target, the lock pair; every figure judged."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "bench"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "runner.bench",
+            "all",
+            str(out),
+            "--floor-processes",
+            "2",
+            "--set",
+            HARDWARE,
+            "--set",
+            "suite.tasks=[relu_fp16,gelu_tanh]",
+            "--set",
+            "tracking=off",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads(proc.stdout)
+    assert set(figures["methods"]) == {"reference", "torch_compile"}
+    rows = {row["figure"]: row for row in figures["targets"]}
+    for method, part in figures["methods"].items():
+        assert part["repeat"]["pairs"] == 2 and len(part["runs"]) == 2
+        assert part["duty"]["a"]["evaluations"] == part["duty"]["b"]["evaluations"] == 2
+        median = rows[f"{method}, ops and fusions (levels 1-2): |Δ speedup| median"]
+        assert median["value"] is not None and median["met"] == (median["value"] <= 0.05)
+    # The second torch_compile pass compiled nothing: the first one's warm-up filled the shared cache.
+    second = json.loads((out / figures["methods"]["torch_compile"]["runs"][1] / "manifest.json").read_text())
+    assert not second.get("warmup_s")
+    lock = figures["lock"]
+    assert lock["overlapping_pairs"] == 0 and min(lock["windows"]) > 0
