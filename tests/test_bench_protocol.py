@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from runner.analysis.records import job_results
-from runner.bench_protocol import REPEAT_TARGETS, judge, over_targets
+from runner.bench_targets import REPEAT_TARGETS, judge, over_targets
 from tests.conftest import FAST_TIMING
 
 REPO = Path(__file__).resolve().parent.parent
