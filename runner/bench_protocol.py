@@ -25,6 +25,7 @@ from pathlib import Path
 from runner.bench import BadInput, CommandFailed, ncu, overlap, repeat
 from runner.bench_targets import judge, over_targets, print_targets
 from runner.paths import CONF_DIR
+from runner.rundir import is_finished
 
 # The lock pair's runs: this many evaluations each, unless --set gives suite.limit.
 LOCK_EVALUATIONS = 8
@@ -79,13 +80,8 @@ def _run_command(out: Path, name: str, experiment: str, *overrides: str) -> list
 
 def _finished_run(out: Path, name: str) -> Path | None:
     """The newest run named ``name`` in ``out`` that finished, if any."""
-    for run_dir in sorted(out.glob(f"*-{name}-*"), key=lambda p: p.stat().st_mtime, reverse=True):
-        try:
-            if json.loads((run_dir / "manifest.json").read_text()).get("status") == "finished":
-                return run_dir
-        except (OSError, ValueError):
-            continue
-    return None
+    runs = sorted(out.glob(f"*-{name}-*"), key=lambda p: p.stat().st_mtime, reverse=True)
+    return next((run_dir for run_dir in runs if is_finished(run_dir)), None)
 
 
 def _with(defaults: tuple[str, ...], overrides: tuple[str, ...]) -> list[str]:

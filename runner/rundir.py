@@ -65,7 +65,7 @@ def open_run_dir(out_dir: Path, name: str, cfg_hash: str, resume: bool) -> RunDi
         folder = re.compile(rf"\d{{8}}-\d{{6}}(\.\d+)?-{re.escape(name)}-(?P<hash>[0-9a-f]+)")
         for candidate in sorted(out_dir.iterdir(), reverse=True):
             match = folder.fullmatch(candidate.name)
-            if match is None or not candidate.is_dir() or _finished(candidate):
+            if match is None or not candidate.is_dir() or is_finished(candidate):
                 continue
             other_hash = match["hash"]
             if other_hash == cfg_hash:
@@ -81,7 +81,7 @@ def open_run_dir(out_dir: Path, name: str, cfg_hash: str, resume: bool) -> RunDi
     return RunDir(path, False, _lock(path), not_resumed)
 
 
-def _finished(run_dir: Path) -> bool:
+def is_finished(run_dir: Path) -> bool:
     """Whether the run says it finished; one whose manifest is missing or cannot be read has not."""
     try:
         return json.loads((run_dir / MANIFEST).read_text()).get("status") == "finished"
