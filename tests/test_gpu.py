@@ -981,3 +981,28 @@ def test_bench_all_runs_the_protocol_on_the_gpu(tmp_path):
     assert not second.get("warmup_s")
     lock = figures["lock"]
     assert lock["overlapping_pairs"] == 0 and min(lock["windows"]) > 0
+
+
+def test_placements_made_during_the_turn_lie_on_the_gpu_at_addresses_of_their_own(monkeypatch):
+    """``PlacementMaker`` on the device: fresh sets at new addresses, both sides called once on each; none made where
+    the device would keep less than the reserve free."""
+    import types
+
+    import torch
+
+    from runner.worker import placements
+    from runner.worker.protocol import TimingSettings
+
+    cuda = torch.device("cuda")
+    module = types.SimpleNamespace(get_inputs=lambda: [torch.randn(1 << 20)])
+    sets, groups = placements.timing_inputs(module, {}, cuda, 3, TimingSettings(input_sets=1, placements=2))
+    sides = [placements.TimedSide([lambda x: x * 2], sets), placements.TimedSide([lambda x: x + 1], sets)]
+    maker = placements.PlacementMaker(module, {}, cuda, 3, groups, sides)
+    made = maker(2)
+    assert len(made) == 2 and len(sets) == 4 and all(s[0].is_cuda for s in sets)
+    assert len({s[0].data_ptr() for s in sets}) == 4
+    reference, candidate = made[1]
+    assert torch.equal(candidate(), sets[3][0] + 1) and sides[1].last[0] == 3
+    free, _ = torch.cuda.mem_get_info(cuda)
+    monkeypatch.setattr(placements, "GROWN_FREE_RESERVE_BYTES", free + 1)
+    assert maker(1) == [] and len(sets) == 4

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 import types
 
 import pytest
@@ -15,7 +16,7 @@ import torch
 
 from runner.worker import placements
 from runner.worker.protocol import TimingSettings
-from runner.worker.timing import _placement_spread, measure_pair
+from runner.worker.timing import _placement_spread, _placements_wanted, measure_pair
 from tests.conftest import in_process_job
 
 CPU = torch.device("cpu")
@@ -228,9 +229,10 @@ _CACHED_BY_ADDRESS = _LINEAR_TASK.replace("class Model(", "class ModelNew(").rep
 )
 
 
-def _linear_job(tmp_path, candidate: str, placements_count: int) -> dict:
-    settings = TimingSettings(min_samples=4, max_samples=24, batch=2, warmup_ms=0.0, placements=placements_count)
-    shapes = {"small": {"rows": 4, "n": 16}, "perf": {"rows": 48, "n": 16}}
+def _linear_job(tmp_path, candidate: str, placements_count: int, perf_rows: int = 48, **timing) -> dict:
+    fields = dict(min_samples=4, max_samples=24, batch=2, warmup_ms=0.0, max_placements=placements_count)
+    settings = TimingSettings(**{**fields, **timing, "placements": placements_count})
+    shapes = {"small": {"rows": 4, "n": 16}, "perf": {"rows": perf_rows, "n": 16}}
     return in_process_job(tmp_path, _LINEAR_TASK, candidate, "linear", shapes, settings)
 
 
@@ -261,3 +263,147 @@ def test_each_copy_but_the_first_is_called_once_before_the_turn_on_its_placement
     side.first_calls([[0, 1], [2, 3], [4, 5]])
     assert seen == [(1, 2), (2, 4)]  # the first copy's first calls are the warm-up's
     assert side.recent is None and side.last[1] is None  # nothing of them is kept
+
+
+def _spin(ms: float) -> None:
+    end = time.perf_counter() + ms / 1000.0
+    while time.perf_counter() < end:
+        pass
+
+
+def _placed_closures(candidate_ms: list[float], made: list[int]):
+    """Both sides' closures at placements whose candidate takes ``candidate_ms[k]`` (the reference 0.3 ms at each),
+    and a ``grow`` that makes the next ones in that list (``made``: each call's count asked for)."""
+    count = [0]
+
+    def pair(k: int):
+        return (lambda: _spin(0.3), lambda: _spin(candidate_ms[k]))
+
+    def grow(wanted: int):
+        made.append(wanted)
+        start = count[0]
+        count[0] = min(len(candidate_ms), start + wanted)
+        return [pair(k) for k in range(start, count[0])]
+
+    return pair, grow, count
+
+
+def test_placements_whose_speedups_differ_are_doubled_up_to_the_most_and_each_is_sampled_as_often():
+    # Odd placements run the candidate twice as long: far beyond the batches' own noise. Two placements are judged
+    # once each has three batches, two more are made, then four: eight, the most.
+    settings = TimingSettings(
+        min_samples=2, max_samples=300, batch=3, warmup_ms=0.0, target_noise=0.01, time_cap_s=30, max_placements=8
+    )
+    made: list[int] = []
+    pair, grow, count = _placed_closures([0.1, 0.2] * 8, made)
+    count[0] = 2
+    first = [pair(0), pair(1)]
+    timing, raw = measure_pair([r for r, _ in first], [c for _, c in first], CPU, settings, "small", 0, grow=grow)
+    assert made == [2, 4] and timing.placements == 8 and timing.placements_added == 6
+    placed = raw["batch_placement"]
+    assert placed[:6] == [0, 1, 0, 1, 0, 1]  # in turn, three batches each, then judged
+    # The new ones next (the fewest batches so far), after the batch queued while the sixth was judged.
+    assert placed[6] == 0 and set(placed[7:9]) == {2, 3}
+    kept = [placed.count(k) for k in range(8)]
+    assert max(kept) - min(kept) <= 1 and min(kept) >= 3  # caught up, and every one judged on three
+    assert timing.placement_spread > 0.5  # 3 over 1.5, less one, where nothing else moved them
+
+
+def test_placements_of_one_speed_are_not_added_to_and_a_grow_that_makes_none_is_not_asked_again():
+    settings = TimingSettings(
+        min_samples=2, max_samples=60, batch=3, warmup_ms=0.0, target_noise=0.01, time_cap_s=30, max_placements=8
+    )
+    made: list[int] = []
+    pair, grow, count = _placed_closures([0.1, 0.2], made)
+    count[0] = 2  # no more to make: asked for two, it makes none
+    first = [pair(0), pair(1)]
+    timing, raw = measure_pair([r for r, _ in first], [c for _, c in first], CPU, settings, "small", 0, grow=grow)
+    assert made == [2] and timing.placements == 2 and timing.placements_added == 0
+    assert timing.stop_reason == "max_samples" and set(raw["batch_placement"]) == {0, 1}
+
+
+def _judged(candidate_by_batch: list[float], placed: list[int]) -> dict:
+    """Samples of batches of two pairs: the reference 2.0 ms, the candidate as given per batch."""
+    return {"reference": [2.0] * 2 * len(placed), "candidate": [ms for ms in candidate_by_batch for _ in range(2)]}
+
+
+@pytest.mark.parametrize(
+    ("candidate", "placed", "target", "most", "wanted"),
+    [
+        # placement 1 10% slower, each placement's batches within 0.1%: as many again
+        ([1.0, 1.1, 1.001, 1.101, 0.999, 1.099], [0, 1, 0, 1, 0, 1], 0.002, 16, 2),
+        ([1.0, 1.1, 1.001, 1.101, 0.999, 1.099], [0, 1, 0, 1, 0, 1], 0.002, 3, 1),  # up to the most
+        ([1.0, 1.1, 1.001, 1.101, 0.999, 1.099], [0, 1, 0, 1, 0, 1], 0.002, 2, 0),  # at the most
+        ([1.0, 1.1, 1.001, 1.101, 0.999, 1.099], [0, 1, 0, 1, 0, 1], 0.05, 16, 0),  # the error under the target
+        # each placement's batches as far apart as the placements: their means differ by what the batches put in
+        ([1.0, 1.1, 1.1, 1.0, 1.0, 1.1, 1.1, 1.0], [0, 1, 0, 1, 0, 1, 0, 1], 0.002, 16, 0),
+        ([1.0, 1.1, 1.001], [0, 1, 0], 0.002, 16, 0),  # placement 1 has one batch: not judged
+        # the means 2% apart, the batches 1% about them: F 6, an error beyond the target but within what noise does
+        ([1.0, 1.02, 1.01, 1.03, 0.99, 1.01], [0, 1, 0, 1, 0, 1], 0.002, 16, 0),
+    ],
+)
+def test_more_placements_are_wanted_where_theirs_differ_beyond_their_batches_noise(
+    candidate, placed, target, most, wanted
+):
+    settings = TimingSettings(target_noise=target, max_placements=most)
+    assert _placements_wanted(_judged(candidate, placed), placed, 2, 2, settings) == wanted
+
+
+def test_a_placement_maker_adds_groups_of_fresh_sets_on_the_copies_in_turn_and_calls_each_side_first(monkeypatch):
+    task = _Task(1000)
+    settings = TimingSettings(input_sets=2, placements=2)
+    sets, groups = placements.timing_inputs(task.module, {}, CPU, 7, settings)
+    calls = {"reference": [], "candidate": []}
+
+    def copies(side: str, count: int):
+        return [lambda x, k=k: calls[side].append((k, x.data_ptr())) or x * 2 for k in range(count)]
+
+    sides = [placements.TimedSide(copies("reference", 2), sets), placements.TimedSide(copies("candidate", 3), sets)]
+    monkeypatch.setattr(placements, "GROWN_INPUTS_BUDGET_BYTES", 5 * 4000)  # two groups of two 4,000-byte sets
+    maker = placements.PlacementMaker(task.module, {}, CPU, 7, groups, sides)
+    made = maker(3)
+    assert len(made) == 2 and groups == [[0, 1], [2, 3], [4, 5], [6, 7]] and len(sets) == 8
+    # Seeds continuing the first sets': set 4 is what timing_inputs would have made fifth.
+    torch.manual_seed(0)
+    expected, _ = placements.timing_inputs(task.module, {}, CPU, 7, TimingSettings(input_sets=2, placements=4))
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(sets, expected))
+    # Each side called once on each new group's first set, on the placement's copy (modulo the copies).
+    assert calls["reference"] == [(0, sets[4][0].data_ptr()), (1, sets[6][0].data_ptr())]
+    assert calls["candidate"] == [(2, sets[4][0].data_ptr()), (0, sets[6][0].data_ptr())]
+    reference, candidate = made[1]
+    candidate()
+    assert sides[1].last[0] == 6 and calls["candidate"][-1] == (0, sets[6][0].data_ptr())
+    assert maker(1) == []  # the budget spent: none more
+
+
+def test_the_worker_makes_placements_during_the_turn_where_its_candidates_speed_follows_them(tmp_path):
+    # The candidate's work grows with its input set's first value, so each placement (one set each) runs at a speed
+    # of its own: the worker makes placements up to the most, and the checks after the timing still pass.
+    from runner.worker.evaluate import evaluate
+
+    varying = _LINEAR_TASK.replace("class Model(", "class ModelNew(").replace(
+        """    def forward(self, x):
+        return self.linear(x)""",
+        """    def forward(self, x):
+        for _ in range(int(abs(float(x[0, 0])) * 40)):
+            self.linear(x)
+        return self.linear(x)""",
+    )
+    job = _linear_job(
+        tmp_path,
+        varying,
+        4,
+        perf_rows=8192,
+        max_placements=8,
+        input_sets=1,
+        batch=4,
+        warmup_ms=20.0,
+        max_samples=200,
+        target_noise=0.005,
+        time_cap_s=30,
+    )
+    job["timing"]["input_seed"] = 3
+    result = evaluate(job, tmp_path)
+    assert result.verdict.status == "correct", result.verdict
+    assert result.timing.placements == 8 and result.timing.placements_added == 4
+    assert result.timing.weight_copies == 4

@@ -52,7 +52,7 @@ from runner.worker.integrity import (
 from runner.worker.kernel_census import KernelCensus
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
 from runner.worker.memory import causes, others_took_it, out_of_memory
-from runner.worker.placements import TimedSide, timing_inputs, weight_copies
+from runner.worker.placements import PlacementMaker, TimedSide, timing_inputs, weight_copies
 from runner.worker.precision import float64_references
 from runner.worker.preload import preload_reference_kernels
 from runner.worker.prewarm import spare_record, start_spare
@@ -354,6 +354,11 @@ def _run(
     reference, candidate = TimedSide(references, input_sets), TimedSide(candidates, input_sets)
     reference.first_calls(groups)
     candidate.first_calls(groups)
+    # More placements during the turn where these ones' speedups call for them (timing.py); a captured graph replays
+    # its one set's addresses.
+    grow = None
+    if settings.max_placements > len(groups) and not (settings.graphs and device.type == "cuda"):
+        grow = PlacementMaker(reference_module, dims, device, timed_seed, groups, [reference, candidate])
     tools = instruments(device, settings)  # their set-up is no part of the turn
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # the set-up's device work is done before the measurement's turn
@@ -382,6 +387,7 @@ def _run(
             seed,
             tools=tools,
             turn=take_turn,
+            grow=grow,
         )
     except GpuThrottled as exc:  # the GPU's fault, not the candidate's: no verdict on its speed
         raise _Stop(Verdict("infra_error", "gpu_throttled", str(exc)[:500], "timing")) from None

@@ -7,8 +7,11 @@ placement; ``weight_copies`` builds a side's model once per placement (the same 
 so the same weights at other addresses) while the copies fit a budget: six instances of one GEMV's
 2 GiB of weights, in one process, ran 0.4% apart, and a linear layer's 1.4% (BENCHMARKS.md, eighteenth
 session). ``TimedSide`` gives one side's timed closure per group, each on its placement's copy, and
-keeps its last outputs alive so they too land at several addresses. The timing loop (``timing.py``)
-takes the placements in turn; this module makes no measurement and decides nothing about sampling.
+keeps its last outputs alive so they too land at several addresses. Where the first placements' speedups differ
+by more than the noise target allows, the timing loop asks for more during its turn: ``PlacementMaker`` makes
+them as the first ones were made, beyond the budget above (a 1 GiB transpose's input gets four placements under
+it, sixteen with them: BENCHMARKS.md, thirty-fifth session), while the device has the memory. The timing loop
+(``timing.py``) takes the placements in turn and decides when more are wanted; this module makes no measurement.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from runner.worker.protocol import TimingSettings
 TIMING_INPUT_BUDGET_BYTES = 4 << 30
 # One side's copies of its weights may take this much together; beyond it fewer placements get their own.
 WEIGHT_COPIES_BUDGET_BYTES = 8 << 30
+# The input sets of the placements made during the turn may take this much together, and each is made only where
+# the device keeps this much free beside it and the outputs it will hold.
+GROWN_INPUTS_BUDGET_BYTES = 16 << 30
+GROWN_FREE_RESERVE_BYTES = 4 << 30
 
 
 def timing_inputs(
@@ -119,3 +126,48 @@ class TimedSide:
 def _tensor_bytes(values) -> int:
     """The bytes of the tensors among ``values`` (an input set, a call's outputs)."""
     return sum(t.numel() * t.element_size() for t in values if isinstance(t, torch.Tensor))
+
+
+class PlacementMaker:
+    """More placements for a measurement during its turn (``measure_pair``'s ``grow``). Each is a group of fresh input
+    sets, as many as the first groups hold, made as ``timing_inputs`` made those (their seeds continuing theirs), on
+    the sides' weight copies in turn (as ``TimedSide.rotation`` takes them); both sides are called once on its first
+    set before it is sampled, as ``TimedSide.first_calls`` does before the turn. They are added to the input sets
+    and groups the sides share, so the checks after the timing find the set of the last call whichever it was.
+    Placements are made while their sets together stay within ``GROWN_INPUTS_BUDGET_BYTES`` and, on a GPU, the
+    device keeps ``GROWN_FREE_RESERVE_BYTES`` free beside each one's sets and outputs."""
+
+    def __init__(
+        self, module, dims: dict, device: torch.device, seed: int, groups: list[list[int]], sides: list[TimedSide]
+    ) -> None:
+        self.module, self.dims, self.device, self.seed = module, dims, device, seed
+        self.groups, self.sides = groups, sides
+        self.input_sets = sides[0].input_sets
+        self.made_bytes = 0
+
+    def __call__(self, count: int) -> list[tuple]:
+        made = []
+        for _ in range(count):
+            per_group = len(self.groups[0])
+            sets_bytes = per_group * _tensor_bytes(self.input_sets[0])
+            if self.made_bytes + sets_bytes > GROWN_INPUTS_BUDGET_BYTES or not self._room_for(2 * sets_bytes):
+                break
+            start = len(self.input_sets)
+            self.input_sets.extend(
+                make_inputs(self.module, self.dims, self.device, self.seed + start + k) for k in range(per_group)
+            )
+            group = list(range(start, start + per_group))
+            self.groups.append(group)
+            placement = len(self.groups) - 1
+            for side in self.sides:
+                side.models[placement % len(side.models)](*self.input_sets[group[0]])
+            made.append(tuple(side.rotation(group, placement) for side in self.sides))
+            self.made_bytes += sets_bytes
+        return made
+
+    def _room_for(self, size: int) -> bool:
+        """Whether the device keeps ``GROWN_FREE_RESERVE_BYTES`` free beside ``size`` bytes more (host memory: yes)."""
+        if self.device.type != "cuda":
+            return True
+        free, _ = torch.cuda.mem_get_info(self.device)
+        return free - size >= GROWN_FREE_RESERVE_BYTES

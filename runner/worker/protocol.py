@@ -19,7 +19,9 @@ from pathlib import Path
 # 2: the job's timing holds ``batch_min_ms``, which a worker of protocol 1 refuses (its image: rebuild it).
 # 3: a measurement keeps its audited calls as samples (``Timing.audit_samples``, ``samples.json``'s
 # ``audit_samples``), which a worker of protocol 2 does not: its image measures otherwise (rebuild it).
-PROTOCOL_VERSION = 3
+# 4: the job's timing holds ``max_placements`` (placements made during the turn), which a worker of protocol 3 fails
+# on at its timing, every evaluation a runtime error (rebuild its image).
+PROTOCOL_VERSION = 4
 RESULT_SCHEMA = "kbench.result/1"
 
 VERDICTS = (
@@ -91,6 +93,10 @@ class TimingSettings:
     # The timed call at this many placements: input sets, outputs and weights at other addresses each, batches
     # taking them in turn (runner/worker/timing.py); 1: one placement, as one process sees it.
     placements: int = 4
+    # Where the placements' speedups differ beyond their batches' own noise, and the error that leaves on their mean
+    # is over ``target_noise``, the measurement makes more during its turn (doubling) up to this many
+    # (placements.PlacementMaker, timing.py); at or under ``placements``: none made.
+    max_placements: int = 16
     # The timed inputs' seed. None: drawn by each evaluation after the candidate's import, so nothing
     # it computed beforehand can hold their answers (recorded as timing.input_seed). A number makes them
     # the same in every evaluation, to redo one exactly: a candidate that reads its job can predict them.
@@ -163,6 +169,7 @@ class Timing:
     weight_copies: int = 1  # each side's weights at this many addresses, one copy per placement (placements.py)
     placement_spread: float | None = None  # the placements' speedups: largest over smallest, minus 1
     placement_noise: float | None = None  # standard error of their mean, relative to it
+    placements_added: int = 0  # of ``placements``, those made during the turn (``TimingSettings.max_placements``)
     batch_pairs: int | None = None  # pairs per batch (TimingSettings.batch, more where ``batch_min_ms`` asks)
     # Audited calls kept as samples, both sides (each side's ``samples`` counts its own): an audit's call between its
     # own events, where the batch it closed still ran as it was launched (runner/worker/timing.py).
