@@ -15,8 +15,9 @@ import pytest
 import torch
 
 from runner.worker import placements
+from runner.worker.placement_judge import placement_spread, placements_wanted
 from runner.worker.protocol import TimingSettings
-from runner.worker.timing import _placement_spread, _placements_wanted, measure_pair
+from runner.worker.timing import measure_pair
 from tests.conftest import in_process_job
 
 CPU = torch.device("cpu")
@@ -61,15 +62,15 @@ def test_placement_spread_from_each_placements_batches():
     # Three batches of 2 samples per placement; placement 1 runs the candidate 10% slower.
     placed = [0, 1, 0, 1, 0, 1]
     samples = {"reference": [2.0] * 12, "candidate": [1.0, 1.0, 1.1, 1.1] * 3}
-    spread, noise = _placement_spread(samples, placed, batch=2)
+    spread, noise = placement_spread(samples, placed, batch=2)
     speedups = [2.0, 2.0 / 1.1]
     assert spread == pytest.approx(1.1 - 1)
     assert noise == pytest.approx(statistics.stdev(speedups) / math.sqrt(2) / statistics.fmean(speedups))
-    assert _placement_spread(samples, [0] * 6, batch=2) == (None, None)
+    assert placement_spread(samples, [0] * 6, batch=2) == (None, None)
     # One batch slowed (something else on the GPU) is one of its placement's three: the placement's
     # speedup is the median of its batches' speedups, unmoved.
     samples["reference"][0:2] = [2.5, 2.5]
-    assert _placement_spread(samples, placed, batch=2)[0] == pytest.approx(spread)
+    assert placement_spread(samples, placed, batch=2)[0] == pytest.approx(spread)
 
 
 class _Task:
@@ -346,7 +347,7 @@ def test_more_placements_are_wanted_where_theirs_differ_beyond_their_batches_noi
     candidate, placed, target, most, wanted
 ):
     settings = TimingSettings(target_noise=target, max_placements=most)
-    assert _placements_wanted(_judged(candidate, placed), placed, 2, 2, settings) == wanted
+    assert placements_wanted(_judged(candidate, placed), placed, 2, 2, settings) == wanted
 
 
 def test_a_placement_maker_adds_groups_of_fresh_sets_on_the_copies_in_turn_and_calls_each_side_first(monkeypatch):

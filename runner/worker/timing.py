@@ -54,10 +54,8 @@ once each has been sampled, and the median pools them all. How far the placement
 (``placement_spread``, ``placement_noise``). More samples of the same placements would not narrow it, more placements
 do: where the measurement may make them (``grow``), it judges its placements once each has three batches, and where
 their speedups differ beyond their batches' own noise by enough to leave an error over ``target_noise`` on their mean
-(``_placements_wanted``), it makes as many again (up to ``max_placements``, within ``time_cap_s``) and samples them
-until they have caught up. A 1 GiB transpose compiled by torch.compile on an H200 took 64 placements at speedups
-0.83% apart (standard deviation): two passes of four placements each would differ by 1.2% at their 95th percentile,
-of sixteen by 0.42% (BENCHMARKS.md, thirty-fifth session).
+(``placement_judge.py``), it makes as many again (up to ``max_placements``, within ``time_cap_s``) and samples them
+until they have caught up.
 """
 
 from __future__ import annotations
@@ -76,7 +74,14 @@ import torch
 
 from runner.worker.clocks import ClockMonitor, device_uuid
 from runner.worker.integrity import unjoined_work
-from runner.worker.protocol import Timing, TimingSettings, TimingSummary, batch_medians
+from runner.worker.placement_judge import (
+    JUDGED_BATCHES,
+    placement_spread,
+    placements_wanted,
+    sampled_enough,
+    sampled_enough_after,
+)
+from runner.worker.protocol import Timing, TimingSettings, TimingSummary
 from runner.worker.samplers import CudaSampler, HostSampler, run_batch, warm_up
 
 _SIDES = ("reference", "candidate")
@@ -236,7 +241,7 @@ def measure_pair(
             pending,
             settings,
             auditing,
-            _covered_after(kept_at_placement, pending.placement, judged_count),
+            sampled_enough_after(kept_at_placement, pending.placement, judged_count),
         )
         if not stopping and not last_likely and len(samples["reference"]) + waiting < settings.max_samples:
             launched += 1
@@ -318,7 +323,7 @@ def measure_pair(
             noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
             if judged_count < len(placements) and min(kept_at_placement) >= JUDGED_BATCHES:
                 judged_count = len(placements)
-                wanted = _placements_wanted(samples, placed, batch, len(placements), settings)
+                wanted = placements_wanted(samples, placed, batch, len(placements), settings)
                 if wanted and time.perf_counter() - started < settings.time_cap_s:
                     made = [{"reference": r, "candidate": c} for r, c in grow(wanted)]
                     placements += made
@@ -329,7 +334,7 @@ def measure_pair(
                         judged_count = len(placements)
             # Every placement sampled (``JUDGED_BATCHES`` times, where they are still to be judged), like both sides
             # audited, before the noise target may stop the sampling.
-            covered = (not auditing or _audited_enough(_audit_counts(audits, None))) and _covered(
+            covered = (not auditing or _audited_enough(_audit_counts(audits, None))) and sampled_enough(
                 kept_at_placement, judged_count
             )
             if stopping:
@@ -353,7 +358,7 @@ def measure_pair(
     gaps, recheck, rechecked = _judged_sync_gaps(audits, medians, sampler, placements, rng, batch)
     wall = time.perf_counter() - started
     kept_clocks = [c for c in clocks["reference"] if c is not None]
-    spread, placement_noise = _placement_spread(samples, placed, batch)
+    spread, placement_noise = placement_spread(samples, placed, batch)
     timing = Timing(
         clock=sampler.clock,
         shape=shape,
@@ -523,7 +528,7 @@ def _likely_enough(
     """Whether the rule will probably hold once ``pending`` (queued, not judged) is in: its pairs added at each
     side's mean so far (``side_ms``: each side's samples summed; ``n``: the batches' pairs so far), the noise of the
     samples so far (``noise``) shrinking as one over the root of the count; ``all_placed``: the placements covered
-    (``_covered``) once it is in."""
+    (``placement_judge.sampled_enough``) once it is in."""
     if n == 0:
         return False
     extra = len(pending.order) // 2
@@ -536,81 +541,6 @@ def _likely_enough(
         shortest,
         settings,
     )
-
-
-def _covered(kept_at_placement: list[int], judged_count: int) -> bool:
-    """Whether every placement has a kept batch, and ``JUDGED_BATCHES`` where they are still to be judged
-    (``judged_count``: the count of placements last judged)."""
-    return min(kept_at_placement) >= (1 if judged_count >= len(kept_at_placement) else JUDGED_BATCHES)
-
-
-def _covered_after(kept_at_placement: list[int], placement: int, judged_count: int) -> bool:
-    """``_covered`` once a batch queued at ``placement`` is kept too."""
-    after = list(kept_at_placement)
-    after[placement] += 1
-    return _covered(after, judged_count)
-
-
-# Placements are judged once each has this many kept batches (``_placements_wanted``), and the sampling waits for it.
-JUDGED_BATCHES = 3
-# The placements' speedups must vary this many times more than their batches' noise within each placement
-# explains (an analysis of variance's F, on medians) before more are made: where the placements do not matter
-# (normal noise, simulated), 1.5% of four placements of three batches each made more for nothing. Without it a
-# torch_compile quarter suite on an H200 grew five and six of 56 tasks' placements, half of them to a placement noise
-# of 0.02-0.04% (BENCHMARKS.md, thirty-fifth session).
-PLACEMENTS_F_MIN = 8.0
-
-
-def _placements_wanted(samples: dict, placed: list[int], batch: int, count: int, settings: TimingSettings) -> int:
-    """How many placements to make beside the ``count`` sampled: as many again (up to ``max_placements``) where
-    their speedups differ beyond their batches' own noise (``PLACEMENTS_F_MIN``) by enough that the error it leaves
-    on their mean is over ``target_noise``; else none. Each batch's speedup is its reference median over its
-    candidate median, taken as a logarithm (relative differences). A placement's speedup is the median of its
-    batches'; the batches' noise is their spread about their placement's (the median absolute deviation, pooled,
-    without the zero of each odd group's middle batch), so one disturbed batch neither hides the placements' effect
-    nor makes one. The placements' own variance is their speedups' variance less what that noise puts into a median
-    of their batches, and the error is its root over the count. None where a placement has fewer than two batches
-    (the loop asks at ``JUDGED_BATCHES``)."""
-    by_placement = _batch_speedups(samples, placed, batch)
-    groups = [[math.log(value) for value in values] for values in by_placement.values()]
-    if len(groups) < max(count, 2) or min(len(values) for values in groups) < 2:
-        return 0
-    centres = [statistics.median(values) for values in groups]
-    deviations = []
-    for values, centre in zip(groups, centres):
-        spread = sorted(abs(value - centre) for value in values)
-        deviations += spread[1:] if len(values) % 2 else spread
-    noise = 1.4826 * statistics.median(deviations)  # a normal standard deviation's estimate
-    explained = noise**2 * math.pi / 2 * statistics.fmean(1 / len(values) for values in groups)
-    between = statistics.variance(centres)
-    if between <= explained * PLACEMENTS_F_MIN or math.sqrt((between - explained) / count) <= settings.target_noise:
-        return 0
-    return max(0, min(count, settings.max_placements - count))
-
-
-def _batch_speedups(samples: dict, placed: list[int], batch: int) -> dict[int, list[float]]:
-    """Each placement's batches' speedups (a batch's reference median over its candidate median), in batch order;
-    batches with a median of zero left out."""
-    by_placement: dict[int, list[float]] = {}
-    medians = zip(*(batch_medians(samples[side], batch, len(placed)) for side in _SIDES))
-    for placement, (reference, candidate) in zip(placed, medians):
-        if candidate > 0 and reference > 0:
-            by_placement.setdefault(placement, []).append(reference / candidate)
-    return by_placement
-
-
-def _placement_spread(samples: dict, placed: list[int], batch: int) -> tuple[float | None, float | None]:
-    """How far the placements' speedups lie apart: the largest over the smallest minus 1, and the standard
-    error of their mean relative to it; None with fewer than two placements. A placement's speedup is the
-    median of its batches' speedups (each batch's reference median over its candidate median), so a batch
-    that something slowed on both sides counts as one batch, not as a shift of every median; whatever
-    moves whole batches still shows in it, so it bounds the placements' own effect from above."""
-    by_placement = _batch_speedups(samples, placed, batch)
-    speedups = [statistics.median(values) for values in by_placement.values()]
-    if len(speedups) < 2:
-        return None, None
-    mean = statistics.fmean(speedups)
-    return max(speedups) / min(speedups) - 1, statistics.stdev(speedups) / math.sqrt(len(speedups)) / mean
 
 
 def _as_graph(fn, device: torch.device):
