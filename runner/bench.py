@@ -37,6 +37,7 @@ from pathlib import Path
 
 from runner.analysis.disturbances import disturbances
 from runner.analysis.records import job_results
+from runner.warmup_beside import warmup_windows
 from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, token_windows
 from runner.worker.protocol import OUT_DIR, SAMPLES_FILE
 
@@ -73,6 +74,10 @@ def duty(run_dir: Path) -> dict:
         record = r.environment.get("device_token", {})
         if "path" in record:  # a worker that died before holding the token left no record: no lane of its own
             lane_results.setdefault(record["path"], []).append((r.task_id, token_windows(record)))
+    for line in warmup_windows(run_dir):  # a warm-up beside the sweep: its windows are device phases of its lane
+        record = line.get("token") or {}
+        if "path" in record:
+            lane_results.setdefault(record["path"], []).append((f"warm-up:{line['eval_id']}", token_windows(record)))
     lanes = {
         path: [window for _, windows in per_result for window in windows] for path, per_result in lane_results.items()
     }
@@ -110,6 +115,8 @@ def duty(run_dir: Path) -> dict:
         # Two measurements' turns on one GPU overlapping: never, under either isolation (evidence, not assumed).
         "overlapping_turns": sum(_overlapping(lane_turns) for lane_turns in turns.values()),
         "warmup_s": warmup,
+        # The warm-up beside the sweep (runner/warmup_beside.py): its candidates, their span, what the sweep waited.
+        "warmup_beside": manifest.get("warmup_beside"),
         # The share of the lanes' wall time during which their GPU was reserved for some device work
         # (the compile warm-up, before the evaluations, reserves every lane).
         "device_reserved_pct": 100 * (device_phases / lane_count + warmup) / wall if wall else None,

@@ -294,6 +294,8 @@ def command_run(overrides: list[str], console: Console) -> int:
     finally:
         manifest["wall_s"] = manifest.get("wall_s", 0.0) + time.perf_counter() - started
         manifest["warmup_s"] = manifest.get("warmup_s", 0.0) + orchestrator.warmup_s
+        if orchestrator.warmup_beside is not None:
+            manifest["warmup_beside"] = orchestrator.warmup_beside
         run_dir.write_manifest(manifest)
         if warmup_executor is not None:
             warmup_executor.close()

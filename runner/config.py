@@ -149,6 +149,10 @@ class ExecutorConfig:
     # thirteenth session): off by default, there to reproduce that.
     spare_context_under_token: bool = False
     warmup_workers: int = 0
+    # Whether the compile warm-up runs beside the sweep (its workers keep ahead of it; each holds the device's token
+    # shared for its device work and none while Dynamo compiles, at the lowest CPU priority: runner/warmup_beside.py)
+    # or before each chunk of 4 × warmup_workers candidates with the GPU held and nothing measured meanwhile.
+    warmup_beside: bool = True
     file_size_limit_mb: int = 2048
     env_passthrough: list[str] = field(default_factory=list)
     # The sandbox limits the docker executor enforces (local has no cgroup to enforce them with).

@@ -26,6 +26,7 @@ VOLATILE_KEYS = (
     ("executor", "preload_kernels"),
     ("executor", "compile_cache_dir"),
     ("executor", "warmup_workers"),
+    ("executor", "warmup_beside"),
     ("executor", "compile_threads"),
     ("executor", "timeout_s"),
 )
@@ -147,6 +148,7 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         timing=timing if enabled else None,
         progress=cfg.run.progress,
         warmup_workers=cfg.executor.warmup_workers,
+        warmup_beside=cfg.executor.warmup_beside,
         in_flight=cfg.executor.in_flight,
         admit_free_gib=cfg.executor.admit_free_gib,
         measurement_isolation=cfg.executor.measurement_isolation.value,

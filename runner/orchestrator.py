@@ -43,6 +43,7 @@ from runner.tasks.model import Task
 from runner.tracking.child_record import child_record
 from runner.tracking.journal import Journal
 from runner.tracking.mlflow_sink import MlflowSink, SinkError
+from runner.warmup_beside import WARMUP_LOG, WarmupBeside
 from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, device_token
 from runner.worker.protocol import (
     CANDIDATE_FILE,
@@ -53,6 +54,7 @@ from runner.worker.protocol import (
     STAGE_FILE,
     TAKEN_FILE,
     TASK_FILE,
+    WARMUP_RECORD_FILE,
     Result,
     Verdict,
     read_stage,
@@ -96,6 +98,8 @@ class RunSettings:
     timing: dict | None
     progress: bool
     warmup_workers: int = 0
+    # The compile warm-up beside the sweep (runner/warmup_beside.py), or before each chunk of it, the GPU held.
+    warmup_beside: bool = True
     peaks: dict | None = None  # {"bandwidth_tbps": .., "tflops": {dtype: ..}}: the roofline's ceilings
     in_flight: int = 1  # evaluations at once per device (their measurements take turns on its token)
     on_unhealthy: str = "proceed"  # the health gate still failing after cooldown: "proceed" (recorded) or "fail"
@@ -201,6 +205,7 @@ class Orchestrator:
         self.git_commit = git_commit
         self.warmup_executor = warmup_executor
         self.warmup_s = 0.0
+        self.warmup_beside: dict | None = None  # the warm-up beside the sweep's summary (WarmupBeside.summary)
         self._last_holder = None
         self.run_dir = run_dir
         self.executor = executor
@@ -243,6 +248,8 @@ class Orchestrator:
             "preload_kernels": s.preload_kernels,
             "meta": self._job_meta(evaluation),
         }
+        if mode == "warmup":
+            job["warmup_beside"] = s.warmup_beside
         write_json_atomic(job_dir / JOB_FILE, job)
         for path in (job_dir / TASK_FILE, job_dir / CANDIDATE_FILE, job_dir / JOB_FILE):
             path.chmod(0o444)
@@ -399,7 +406,7 @@ class Orchestrator:
         start together): on the H100 a reference pass drained every 32 evaluations, six times for nothing,
         before warm-up-free chunks were joined (BENCHMARKS.md, fifteenth session). Without a warm-up, one
         sweep."""
-        if self.warmup_executor is None or self.settings.warmup_workers < 1:
+        if self.warmup_executor is None or self.settings.warmup_workers < 1 or self.settings.warmup_beside:
             return [todo] if todo else []
         size = max(1, 4 * self.settings.warmup_workers)
         to_warm = {id(e) for e in self._warmup_targets(todo, lanes)}  # the ledger read once
@@ -446,7 +453,7 @@ class Orchestrator:
         at once. A cache entry gone missing costs only time: the evaluation compiles for itself.
         """
         workers = self.settings.warmup_workers
-        targets = self._warmup_targets(todo, lanes)
+        targets = [] if self.settings.warmup_beside else self._warmup_targets(todo, lanes)
         if not targets:
             return
         gpu_id = lanes[0].gpu_id
@@ -538,9 +545,61 @@ class Orchestrator:
                     held.enter_context(device_lock(lane.lock_key, str(self.run_dir.path), on_wait=self._waiting))
                 for chunk in self._chunks(todo, lanes):
                     self._warm_up(chunk, lanes)
-                    self._sweep(chunk, lanes, progress, parent_run_id)
+                    with self._warming_beside(chunk, lanes) as beside:
+                        self._sweep(chunk, lanes, progress, parent_run_id, beside)
 
-    def _sweep(self, todo: list[Evaluation], lanes: list[Lane], progress: RunProgress, parent_run_id) -> None:
+    @contextmanager
+    def _warming_beside(self, todo: list[Evaluation], lanes: list[Lane]):
+        """The compile warm-up of ``todo``'s candidates beside its sweep, on the first lane (None: none to run)."""
+        targets = self._warmup_targets(todo, lanes) if self.settings.warmup_beside else []
+        if not targets:
+            yield None
+            return
+        lane = lanes[0]
+        root = self.run_dir.path / "warmup"
+        ledger = self._warmup_ledger(lanes)
+        ledger_lock = threading.Lock()
+
+        def warm(evaluation: Evaluation) -> dict:
+            job_dir = self._prepare_job(evaluation, root, "warmup")
+            admission = self._admissions.get(lane.index)
+            admitted: dict = {}
+            began = (job_dir / OUT_DIR / TAKEN_FILE).exists
+            with admission.admitted(None, admitted, began) if admission is not None else nullcontext():
+                with self._running(lane):
+                    outcome = self.warmup_executor.run(job_dir, lane.gpu_id)
+            record_path = job_dir / OUT_DIR / WARMUP_RECORD_FILE
+            record = json.loads(record_path.read_text()) if record_path.exists() else {}
+            if outcome.exit_code == 0:
+                with ledger_lock:
+                    ledger.add([(evaluation.task.content_hash, evaluation.candidate.content_hash)])
+            else:
+                record["stderr_tail"] = _tail(job_dir / OUT_DIR / "stderr.log", 600)
+            shutil.rmtree(job_dir, ignore_errors=True)
+            return {"exit_code": outcome.exit_code, "wall_s": outcome.wall_s, "admission": admitted, **record}
+
+        workers = self.settings.warmup_workers
+        self.console.print(f"compile warm-up beside the sweep: {len(targets)} candidates, {workers} at a time")
+        beside = WarmupBeside(targets, warm, workers, self.run_dir.path / WARMUP_LOG)
+        finished = False
+        try:
+            yield beside
+            finished = True
+        finally:
+            beside.close(cancel=not finished)
+            shutil.rmtree(root, ignore_errors=True)
+            self.warmup_beside = beside.summary()
+            if finished:
+                summary = self.warmup_beside
+                self.console.print(
+                    f"compile warm-up beside the sweep: {summary['candidates']} candidates over {summary['span_s']:.0f} s "
+                    f"({summary['failed']} failed there; {summary['evaluations_held_back']} evaluations waited for "
+                    f"theirs, {summary['held_back_s']:.0f} s together)"
+                )
+
+    def _sweep(
+        self, todo: list[Evaluation], lanes: list[Lane], progress: RunProgress, parent_run_id, beside=None
+    ) -> None:
         """``in_flight`` dispatch threads per lane take evaluations in plan order; this thread collects.
 
         Journal, progress and MLflow stay on this thread. A failure that is not a candidate's (the
@@ -558,6 +617,8 @@ class Orchestrator:
                     if not pending:
                         return
                     evaluation = pending.popleft()
+                if beside is not None and not beside.wait_for(evaluation, stop):
+                    return  # stopped while its warm-up ran: not started, a resume runs it
                 events.put(("start", evaluation, None))
                 try:
                     events.put(("done", evaluation, self._execute(evaluation, lane)))

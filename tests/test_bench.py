@@ -76,7 +76,8 @@ def test_repeat_pairs_tasks_and_reports_duty(two_passes):
     for row in largest:  # the move against both runs' own noise estimates: sampling and placements together
         noise_a, noise_b = row["noise_pct"]
         for noise, timing in zip(row["noise_pct"], (t[row["task"]] for t in timings)):
-            assert timing["placements"] == 4 and timing["placement_noise"] is not None
+            # Four placements, and as many again where theirs disagreed (CI's 2 loaded cores: 16 once).
+            assert timing["placements"] == 4 + timing["placements_added"] and timing["placement_noise"] is not None
             assert noise == pytest.approx(100 * math.hypot(timing["ratio_noise"], timing["placement_noise"]))
         assert noise_a > 0 and noise_b > 0
         assert row["placement_spread_pct"] == [100 * t[row["task"]]["placement_spread"] for t in timings]

@@ -378,3 +378,44 @@ def test_a_newcomer_waits_at_the_ready_gate_while_a_measurement_is_ready(token: 
     assert b_turn[1] <= d_turn[0], "B was ready first and measures first"
     assert c_window[0] >= d_turn[0], f"the newcomer came in before the ready measurement D: {c_window} {d_turn}"
     assert records["C"]["waited_s"] > 0.3  # it waited at the gate through B's turn and D's
+
+
+def test_a_warm_up_beside_the_sweep_cuts_in_but_never_beside_a_measurement(token: Path):
+    """A compile warm-up's shared window (``cuts_in``) waits for the measurement in its turn (A), not for the
+    ready ones queued behind it (B, D): it opens when A's turn ends, beside B's approach (where B's own warm-up
+    runs), and B's turn waits for it. Gated like a newcomer it waited for B's turn and D's (H200: 4,086 of 5,130 s of the warm-ups' time)."""
+    a = DeviceToken(token, {})
+    a.hold(EXCLUSIVE)
+    records = {name: {} for name in "ABCD"}
+    records["A"] = a.record
+
+    def measurement(name: str, seconds: float) -> None:
+        with DeviceToken(token, records[name]) as holder:
+            holder.approach()
+            time.sleep(0.1)  # the measurement's own warm-up, which runs in its approach (timing.measure_pair)
+            holder.hold(EXCLUSIVE)
+            time.sleep(seconds)
+
+    def warm_up() -> None:
+        with DeviceToken(token, records["C"], cuts_in=True) as holder:
+            holder.hold(SHARED)
+            time.sleep(0.3)
+
+    threads = []
+    for target, args in ((measurement, ("B", 0.3)), (measurement, ("D", 0.3)), (warm_up, ())):
+        threads.append(threading.Thread(target=target, args=args, daemon=True))
+        threads[-1].start()
+        time.sleep(0.15)  # B ready, then D, then the warm-up asks
+    a_end = time.time()
+    a.release()
+    for thread in threads:
+        thread.join(timeout=10)
+        assert not thread.is_alive()
+    a.close()
+    turns = {name: next(w for w in token_windows(records[name]) if w[2] == EXCLUSIVE) for name in "ABD"}
+    (c_window,) = token_windows(records["C"])
+    assert c_window[0] < turns["B"][0] and c_window[0] - a_end < 0.25, f"it waited past A's turn: {c_window} {turns}"
+    assert records["C"]["waited_s"] < 0.4
+    for name, turn in turns.items():
+        assert not _overlaps(c_window, turn), f"the warm-up's window overlapped {name}'s turn"
+    assert turns["B"][0] >= c_window[1], "B's turn waited for the warm-up's window"

@@ -453,8 +453,12 @@ def test_unjoined_stream_work_graphs_clocks_and_roofline(tmp_path):
     timing = honest["timing"]
     assert timing["clocks_watched"] == "nvml" and timing["sm_clock_mhz"] > 0
     assert timing["input_sets"] == 3 and set(timing["sync_gap_ms"]) == {"reference", "candidate"}
-    # Four placements sampled in turn, each batch's recorded, their speedups' spread reported.
-    assert timing["placements"] == 4 and timing["placement_spread"] >= 0 and timing["placement_noise"] >= 0
+    # Four placements sampled in turn (and any made during the turn), each batch's recorded, their spread reported.
+    assert (
+        timing["placements"] == 4 + timing["placements_added"]
+        and timing["placement_spread"] >= 0
+        and timing["placement_noise"] >= 0
+    )
     raw = json.loads((run_dir / "jobs" / honest["eval_id"] / "out" / "samples.json").read_text())
     assert raw["batch_placement"][:4] == [0, 1, 2, 3]
     # No roofline for a KernelBench-layout task (no formulas); graphs on a native task:

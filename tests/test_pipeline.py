@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ NAMES = ["1_a", "2_b", "3_c"]
 
 
 def test_prestart_and_warmup(tmp_path: Path):
+    """The compile warm-up before the sweep (``executor.warmup_beside=false``): the GPU held, then the sweep."""
     suite = make_kernelbench_dir(tmp_path / "kb", NAMES)
     cands = write_candidates(tmp_path / "cands", {name: HONEST_CANDIDATE for name in NAMES})
     proc = kbench(
@@ -32,6 +34,7 @@ def test_prestart_and_warmup(tmp_path: Path):
         "tracking=off",
         "executor.prestart=2",
         "executor.warmup_workers=2",
+        "executor.warmup_beside=false",
         *FAST_TIMING,
         cwd=tmp_path,
     )
@@ -207,6 +210,86 @@ def test_the_health_gate_knows_how_many_of_the_runs_evaluations_run_beside(tmp_p
     assert max(told) == in_flight - 1
 
 
+# A candidate whose forward Dynamo compiles (the eager backend: tracing and guards, no C++ compiler needed).
+DYNAMO_CANDIDATE = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+
+    def _step(x, weight, bias):
+        return torch.clamp_min(x @ weight.t() + bias, 0.0)
+
+
+    _compiled = torch.compile(_step, backend="eager")
+
+
+    class ModelNew(nn.Module):
+        def __init__(self, features):
+            super().__init__()
+            self.linear = nn.Linear(features, features)
+
+        def forward(self, x):
+            return _compiled(x, self.linear.weight, self.linear.bias)
+    """
+)
+
+
+def _overlap(a: tuple[float, float], b: tuple[float, float]) -> float:
+    return max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+
+
+def test_compile_warm_up_beside_the_sweep(tmp_path: Path):
+    """The default warm-up runs beside the sweep: each warm-up holds the device's token shared for its device work
+    and not while Dynamo compiles, no measurement's turn overlaps a warm-up's window, and each evaluation starts
+    only after its candidate's warm-up ended. Every warm-up's windows are in the run's warmup.jsonl."""
+    from runner.bench import duty
+    from runner.warmup_beside import warmup_windows
+
+    suite = make_kernelbench_dir(tmp_path / "kb", NAMES)
+    cands = write_candidates(tmp_path / "cands", {name: DYNAMO_CANDIDATE for name in NAMES})
+    proc = kbench(
+        *reference_and_directory(suite, cands),
+        "tracking=off",
+        "executor.prestart=2",
+        "executor.in_flight=2",
+        "executor.warmup_workers=2",
+        *FAST_TIMING,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "compile warm-up beside the sweep: 3 candidates, 2 at a time" in proc.stdout
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    rows = results_of(run_dir)
+    assert len(rows) == 6 and all(row["verdict"] == "correct" for row in rows), rows
+    warm = {line["eval_id"]: line for line in warmup_windows(run_dir)}
+    assert len(warm) == 3 and all(line["exit_code"] == 0 for line in warm.values()), warm
+    turns = []
+    for path in run_dir.glob("jobs/*/out/result.json"):
+        result = json.loads(path.read_text())
+        windows = result["environment"]["device_token"]["windows"]
+        turns += [(start, end) for start, end, mode in windows if mode == "exclusive"]
+        if result["eval_id"] in warm:  # its evaluation started once its warm-up had ended
+            assert result["environment"]["lane"]["slot"]["taken"] >= warm[result["eval_id"]]["ended"]
+    assert turns
+    for line in warm.values():
+        held = [(start, end) for start, end, mode in line["token"]["windows"]]
+        compiles = [tuple(window) for window in line["compiles"]]
+        assert compiles and all(end is not None for _, end in compiles), line
+        assert held and all(mode == "shared" for *_, mode in line["token"]["windows"]), line
+        # The token let go while Dynamo compiled, held again for the compiled call.
+        assert all(_overlap(c, h) == 0 for c in compiles for h in held), line
+        assert any(h[0] >= compiles[0][1] for h in held), line
+        # Never beside a measurement.
+        assert all(_overlap(t, h) == 0 for t in turns for h in held), (turns, held)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["warmup_s"] == 0 and manifest["warmup_beside"]["candidates"] == 3
+    assert manifest["warmup_beside"]["failed"] == 0
+    assert duty(run_dir)["warmup_beside"]["candidates"] == 3
+    assert not (run_dir / "warmup").exists()
+    assert not processes_under(tmp_path)
+
+
 def test_shared_compile_cache_skips_the_warm_up_it_already_did(tmp_path: Path):
     """Two runs over one ``executor.compile_cache_dir``: the second finds its candidates warmed (the
     cache's ledger) and starts measuring at once; both correct."""
@@ -227,7 +310,7 @@ def test_shared_compile_cache_skips_the_warm_up_it_already_did(tmp_path: Path):
     first = kbench(*args, cwd=tmp_path)
     second = kbench(*args, cwd=tmp_path)
     assert first.returncode == 0 and second.returncode == 0, (first.stderr + second.stderr)[-3000:]
-    assert "compile warm-up: 3 candidates" in first.stdout
+    assert "compile warm-up beside the sweep: 3 candidates" in first.stdout
     assert "compile warm-up" not in second.stdout
     assert len(list((tmp_path / "cc").glob("warmed-*.txt"))) == 1
     runs = sorted((tmp_path / "runs").iterdir())
@@ -403,6 +486,7 @@ def test_chunks_only_where_the_compile_warm_up_has_work(tmp_path: Path, monkeypa
                 f"suite.path={suite}",
                 "method=[reference,torch_compile]",
                 "executor.warmup_workers=1",
+                "executor.warmup_beside=false",
             ]
         )
     )

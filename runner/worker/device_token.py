@@ -15,7 +15,13 @@ one by one in between turns (f34: 27 of 68 gaps held a single newcomer's first s
 each, while measurements were ready; BENCHMARKS.md, nineteenth session). A measurement's warm-up
 runs while it queues (``approach``): turnstile taken, token shared, beside the shared work already
 in (often the last measurement's checks after timing), so the turn starts with the samples. The
-compile warm-up holds the token from the orchestrator.
+compile warm-up ahead of the sweep holds the token from the orchestrator; a compile warm-up beside the
+sweep holds it shared in short windows that **cut in** (``cuts_in``): past the ready gate and the
+turnstile, waiting only for the measurement in its turn, so they join the shared work of the moment
+(the next measurement's approach) rather than each wait for the queue of ready measurements to run dry
+(H200, torch_compile's whole suite: 4,086 of the warm-ups' 5,130 s went to that wait, their device
+windows 107 s; BENCHMARKS.md, thirty-sixth session). The measurement that asks for its turn meanwhile
+waits for them as for any shared holder that was in before it.
 
 How far a measurement is isolated is the run's choice (``executor.measurement_isolation``):
 - ``device`` (the default): as above; nothing of the run runs device work beside a measurement.
@@ -92,12 +98,19 @@ class DeviceToken:
     shared windows are recorded but take no lock.
     """
 
-    def __init__(self, path: str | Path | None, record: dict | None = None, isolation: str = ISOLATE_DEVICE) -> None:
+    def __init__(
+        self,
+        path: str | Path | None,
+        record: dict | None = None,
+        isolation: str = ISOLATE_DEVICE,
+        cuts_in: bool = False,
+    ) -> None:
         if isolation not in ISOLATIONS:
             raise ValueError(f"measurement isolation {isolation!r}: expected one of {', '.join(ISOLATIONS)}")
         self.record = record if record is not None else {}
         self.mode: str | None = None
         self.isolation = isolation
+        self.cuts_in = cuts_in  # shared windows past the ready gate and the turnstile (a warm-up beside the sweep)
         self._approaching = False  # the turnstile held and the token shared, before an exclusive turn
         self._ready = False  # the ready gate held shared: ready for a turn (from approach until the turn)
         self._token = self._turnstile = self._gate = None
@@ -145,6 +158,9 @@ class DeviceToken:
             # checks after timing need not queue behind the next measurement (which waits for them).
             self.record["windows"][-1][1] = asked
             fcntl.flock(self._token, fcntl.LOCK_SH)
+        elif mode == SHARED and self.cuts_in:
+            self.release()
+            fcntl.flock(self._token, fcntl.LOCK_SH)  # waits for the measurement in its turn, and for no queue
         else:
             self.release()
             if mode == SHARED:

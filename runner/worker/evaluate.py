@@ -73,6 +73,7 @@ from runner.worker.protocol import (
     write_json_atomic,
 )
 from runner.worker.timing import GpuThrottled, instruments, measure_pair
+from runner.worker.warmup import warm_up
 
 # The stages in which no code of the candidate has run yet.
 _BEFORE_THE_CANDIDATE = ("start", "reference")
@@ -113,7 +114,7 @@ def main(argv: list[str]) -> int:
     gc.freeze()
     if job.get("mode") == "warmup":
         (job_dir / OUT_DIR / STAGE_FILE).write_text("warmup")  # the executor's time limit counts from here
-        code = warm_up(job, job_dir)
+        code = warm_up(job, job_dir, _trial_seed)
     else:
         result = evaluate(job, job_dir)
         write_json_atomic(job_dir / OUT_DIR / RESULT_FILE, result.to_dict())
@@ -135,27 +136,6 @@ def _end_cuda_context() -> None:
         reset_cuda_context()
     except ContextNotReset as exc:
         print(f"kbench worker: CUDA context not reset ({exc}); the exit tears it down", file=sys.stderr)
-
-
-def warm_up(job: dict, job_dir: Path) -> int:
-    """Run the candidate once per checked shape so compile caches (inductor, Triton) are warm.
-
-    Nothing is judged or kept: the measured evaluation later runs from scratch in a fresh
-    process and only finds its compiled kernels on disk instead of compiling them.
-    """
-    device = torch.device(job["device"])
-    task = job["task"]
-    seed = int(job["seed"])
-    reference_module = import_file(job_dir / TASK_FILE, "kbench_task")
-    candidate_module = import_file(job_dir / CANDIDATE_FILE, "kbench_candidate")
-    with torch.no_grad():
-        for shape_name in job["check_shapes"]:
-            dims = task["shapes"][shape_name]
-            model = build_model(candidate_module.ModelNew, reference_module, dims, device, seed)
-            model(*make_inputs(reference_module, dims, device, _trial_seed(seed, 0)))
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return 0
 
 
 def evaluate(job: dict, job_dir: Path) -> Result:

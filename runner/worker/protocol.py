@@ -21,7 +21,9 @@ from pathlib import Path
 # ``audit_samples``), which a worker of protocol 2 does not: its image measures otherwise (rebuild it).
 # 4: the job's timing holds ``max_placements`` (placements made during the turn), which a worker of protocol 3 fails
 # on at its timing, every evaluation a runtime error (rebuild its image).
-PROTOCOL_VERSION = 4
+# 5: a warm-up job may say ``warmup_beside``: hold the device's token shared for its device work, as the sweep's
+# evaluations do. A worker of protocol 4 ignores it and would run device work beside measurements.
+PROTOCOL_VERSION = 5
 RESULT_SCHEMA = "kbench.result/1"
 
 VERDICTS = (
@@ -40,6 +42,8 @@ CANDIDATE_FILE = "candidate.py"
 OUT_DIR = "out"
 RESULT_FILE = "result.json"
 SAMPLES_FILE = "samples.json"
+# A warm-up beside the sweep: its token windows and compile windows (runner/worker/warmup.py).
+WARMUP_RECORD_FILE = "warmup.json"
 STAGE_FILE = "stage"
 # Written by the worker as it takes its job, before any device work (the stage marker waits for the device's
 # token): the orchestrator's memory admission counts the evaluation's promise from it (runner/gpu/memory_admission.py).

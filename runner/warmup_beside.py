@@ -1,0 +1,103 @@
+"""The compile warm-up beside the sweep (``executor.warmup_beside``): candidates compiled while others measure.
+
+Before, the warm-up ran a chunk of candidates with the device's token held exclusive from the orchestrator, and
+no evaluation ran meanwhile: on the H100 a cold torch_compile pass over the suite spent 130.6 s of its 704 s so
+(duty 70.1%, against 90.0% for the same pass with warm caches; BENCHMARKS.md, thirty-fourth session). Here the
+warm-up workers start with the sweep and keep ahead of it, in plan order, ``warmup_workers`` at a time, and each
+evaluation whose candidate is warmed starts only once its warm-up has ended (so it finds its kernels on disk,
+as before). Nothing measured shares the GPU with a warm-up: a warm-up worker holds the device's token shared for
+its device work, in windows that wait for the measurement in its turn but not for the queue of ready ones
+(``DeviceToken(cuts_in=True)``: waiting at the ready gate, as an evaluation's first phase does, the warm-ups spent
+4,086 of their 5,130 s on the H200 waiting and held the sweep back), and lets go of it while Dynamo and Inductor
+compile (``runner/worker/warmup.py``), at the lowest CPU priority, so compiling costs the measurements host time
+only where a core is free. Each warm-up's windows
+(token held, compiling) are kept in the run directory (``WARMUP_LOG``) for ``runner.bench duty`` and the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+# One line per warm-up: which evaluation, its exit code, when it ran and its windows (``warmup_record``).
+WARMUP_LOG = "warmup.jsonl"
+# How often a sweep thread waiting for a warm-up looks whether the sweep was stopped.
+POLL_S = 0.2
+
+
+class WarmupBeside:
+    """Warm-ups of ``targets`` (evaluations, in plan order) run by ``warm`` (evaluation -> record dict with an
+    ``exit_code``) on ``workers`` threads from construction on; ``wait_for`` holds an evaluation back until its
+    warm-up has ended. A warm-up that raised counts as failed: its evaluation compiles for itself."""
+
+    def __init__(self, targets: Iterable, warm: Callable[[object], dict], workers: int, log_path: Path) -> None:
+        self.log_path = log_path
+        self._warm = warm
+        self._ended = {id(e): threading.Event() for e in targets}
+        self._log_lock = threading.Lock()
+        self.failed = 0
+        self.waits: list[float] = []  # seconds each held-back evaluation waited (0 where its warm-up had ended)
+        self.first_start: float | None = None
+        self.last_end: float | None = None
+        self._pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="warmup")
+        for evaluation in targets:
+            self._pool.submit(self._one, evaluation)
+
+    def __len__(self) -> int:
+        return len(self._ended)
+
+    def _one(self, evaluation) -> None:
+        started = time.time()
+        self.first_start = started if self.first_start is None else min(self.first_start, started)
+        try:
+            record = self._warm(evaluation)
+        except Exception as exc:  # the sandbox could not run it: the evaluation compiles for itself
+            record = {"exit_code": None, "error": f"{type(exc).__name__}: {exc}"[:300]}
+        finally:
+            self.last_end = time.time()
+            self._ended[id(evaluation)].set()
+        if record.get("exit_code") != 0:
+            self.failed += 1
+        line = {"eval_id": evaluation.eval_id, "started": started, "ended": self.last_end, **record}
+        with self._log_lock, self.log_path.open("a") as handle:
+            handle.write(json.dumps(line) + "\n")
+
+    def wait_for(self, evaluation, stop: threading.Event) -> bool:
+        """Block until ``evaluation``'s warm-up has ended (at once where it has none); False if ``stop`` was
+        set first."""
+        ended = self._ended.get(id(evaluation))
+        if ended is None:
+            return True
+        began = time.perf_counter()
+        while not ended.wait(POLL_S):
+            if stop.is_set():
+                return False
+        self.waits.append(time.perf_counter() - began)
+        return True
+
+    def summary(self) -> dict:
+        """For the run's manifest: how many, how many failed, their span, and what the sweep waited for them."""
+        held_back = [w for w in self.waits if w > POLL_S]
+        return {
+            "candidates": len(self._ended),
+            "failed": self.failed,
+            "span_s": round(self.last_end - self.first_start, 3) if self.first_start and self.last_end else 0.0,
+            "evaluations_held_back": len(held_back),
+            "held_back_s": round(sum(held_back), 3),
+        }
+
+    def close(self, cancel: bool = False) -> None:
+        """Wait for the warm-ups running now (all of them, unless ``cancel``: those not started are dropped)."""
+        self._pool.shutdown(wait=True, cancel_futures=cancel)
+
+
+def warmup_windows(run_dir: Path) -> list[dict]:
+    """The warm-ups' lines of a run (none where its warm-up ran before the sweep)."""
+    path = run_dir / WARMUP_LOG
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

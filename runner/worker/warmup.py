@@ -1,0 +1,98 @@
+"""A compile warm-up job inside the sandbox: the candidate run once per checked shape, so its compiled kernels
+(Inductor's, Triton's) are on disk when its evaluation runs from scratch in a fresh process. Nothing is judged.
+
+Ahead of the sweep (``warmup_beside`` false) the orchestrator holds the device's token exclusive around the whole
+warm-up and the job takes none. Beside the sweep (``runner/warmup_beside.py``) the job holds the token shared for
+its device work (weights, inputs, the compiled kernels' first runs and Triton's autotuning, which run after the
+compile) in windows that cut in (``DeviceToken(cuts_in=True)``: each waits for the measurement in its turn, not for
+the queue of ready ones). It lets go of the token from the start of each Dynamo compilation (tracing, Inductor,
+Triton's compiler: host work) to its end, when it asks for it again; the process runs at the lowest CPU priority
+(``BESIDE_NICE``). It writes its token windows and compile windows to ``WARMUP_RECORD_FILE``. Where Dynamo has no
+compile callbacks the token stays held throughout (correct, slower).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+from runner.worker.device_token import SHARED, TOKEN_ENV, DeviceToken
+from runner.worker.loading import build_model, import_file, make_inputs
+from runner.worker.protocol import CANDIDATE_FILE, OUT_DIR, TASK_FILE, WARMUP_RECORD_FILE, write_json_atomic
+
+# os.nice's increment for a warm-up beside the sweep: the most Linux allows (19), so the measurements' processes
+# and the other evaluations get a core first.
+BESIDE_NICE = 19
+
+
+def warm_up(job: dict, job_dir: Path, trial_seed) -> int:
+    """Run the candidate once per checked shape (``trial_seed(seed, 0)``'s inputs, as the first trial's)."""
+    device = torch.device(job["device"])
+    task = job["task"]
+    seed = int(job["seed"])
+    beside = bool(job.get("warmup_beside"))
+    if beside:
+        os.nice(BESIDE_NICE)
+    token_record: dict = {}
+    compiles: list[list[float]] = []
+    reference_module = import_file(job_dir / TASK_FILE, "kbench_task")
+    candidate_module = import_file(job_dir / CANDIDATE_FILE, "kbench_candidate")
+    try:
+        with (
+            DeviceToken(os.environ.get(TOKEN_ENV) if beside else None, token_record, cuts_in=True) as token,
+            compiling_off_the_token(token, compiles),
+            torch.no_grad(),
+        ):
+            token.hold(SHARED)
+            for shape_name in job["check_shapes"]:
+                dims = task["shapes"][shape_name]
+                model = build_model(candidate_module.ModelNew, reference_module, dims, device, seed)
+                model(*make_inputs(reference_module, dims, device, trial_seed(seed, 0)))
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+    finally:
+        if beside:
+            write_json_atomic(job_dir / OUT_DIR / WARMUP_RECORD_FILE, {"token": token_record, "compiles": compiles})
+    return 0
+
+
+def _compile_callbacks():
+    """Dynamo's compile callback handler, or None where this torch has none."""
+    try:
+        from torch._dynamo.callback import callback_handler
+    except ImportError:
+        return None
+    if not hasattr(callback_handler, "register_start_callback"):
+        return None
+    return callback_handler
+
+
+@contextmanager
+def compiling_off_the_token(token: DeviceToken, compiles: list[list[float]]):
+    """For the block, each outermost Dynamo compilation lets go of ``token`` at its start and holds it shared
+    again at its end; ``compiles`` gets each one's [start, end] (epoch seconds)."""
+    handler = _compile_callbacks()
+    if handler is None:
+        yield
+        return
+
+    def started(*_):
+        token.release()
+        compiles.append([time.time(), None])
+
+    def ended(*_):
+        if compiles and compiles[-1][1] is None:
+            compiles[-1][1] = time.time()
+        token.hold(SHARED)
+
+    handler.register_start_callback(started)
+    handler.register_end_callback(ended)
+    try:
+        yield
+    finally:
+        handler.remove_start_callback(started)
+        handler.remove_end_callback(ended)
