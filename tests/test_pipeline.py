@@ -27,22 +27,8 @@ NAMES = ["1_a", "2_b", "3_c"]
 
 def test_prestart_and_warmup(tmp_path: Path):
     """The compile warm-up before the sweep (``executor.warmup_beside=false``): the GPU held, then the sweep."""
-    suite = make_kernelbench_dir(tmp_path / "kb", NAMES)
-    cands = write_candidates(tmp_path / "cands", {name: HONEST_CANDIDATE for name in NAMES})
-    proc = kbench(
-        *reference_and_directory(suite, cands),
-        "tracking=off",
-        "executor.prestart=2",
-        "executor.warmup_workers=2",
-        "executor.warmup_beside=false",
-        *FAST_TIMING,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc, run_dir = _run_with_warm_up(tmp_path, HONEST_CANDIDATE, "executor.warmup_beside=false")
     assert "compile warm-up: 3 candidates" in proc.stdout
-    (run_dir,) = (tmp_path / "runs").iterdir()
-    rows = results_of(run_dir)
-    assert len(rows) == 6 and all(row["verdict"] == "correct" for row in rows)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["warmup_s"] > 0
     # Each worker marked the moment it took its job (the memory admission's promise counts from it), before the job
@@ -54,6 +40,27 @@ def test_prestart_and_warmup(tmp_path: Path):
     assert not (run_dir / "warmup").exists()
     assert not list((run_dir / "cache" / "sandboxes").iterdir())
     assert not processes_under(tmp_path)
+
+
+def _run_with_warm_up(tmp_path: Path, candidate: str, *overrides: str):
+    """A reference-and-candidates run over ``NAMES`` (``candidate`` for each), two pre-started workers, two warm-up
+    workers; its process and run directory, once every one of its six evaluations is checked correct."""
+    suite = make_kernelbench_dir(tmp_path / "kb", NAMES)
+    cands = write_candidates(tmp_path / "cands", {name: candidate for name in NAMES})
+    proc = kbench(
+        *reference_and_directory(suite, cands),
+        "tracking=off",
+        "executor.prestart=2",
+        "executor.warmup_workers=2",
+        *overrides,
+        *FAST_TIMING,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    rows = results_of(run_dir)
+    assert len(rows) == 6 and all(row["verdict"] == "correct" for row in rows), rows
+    return proc, run_dir
 
 
 def _held_windows(run_dir: Path) -> list[dict]:
@@ -246,22 +253,8 @@ def test_compile_warm_up_beside_the_sweep(tmp_path: Path):
     from runner.bench import duty
     from runner.warmup_beside import warmup_windows
 
-    suite = make_kernelbench_dir(tmp_path / "kb", NAMES)
-    cands = write_candidates(tmp_path / "cands", {name: DYNAMO_CANDIDATE for name in NAMES})
-    proc = kbench(
-        *reference_and_directory(suite, cands),
-        "tracking=off",
-        "executor.prestart=2",
-        "executor.in_flight=2",
-        "executor.warmup_workers=2",
-        *FAST_TIMING,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc, run_dir = _run_with_warm_up(tmp_path, DYNAMO_CANDIDATE, "executor.in_flight=2")
     assert "compile warm-up beside the sweep: 3 candidates, 2 at a time" in proc.stdout
-    (run_dir,) = (tmp_path / "runs").iterdir()
-    rows = results_of(run_dir)
-    assert len(rows) == 6 and all(row["verdict"] == "correct" for row in rows), rows
     warm = {line["eval_id"]: line for line in warmup_windows(run_dir)}
     assert len(warm) == 3 and all(line["exit_code"] == 0 for line in warm.values()), warm
     turns = []
