@@ -453,7 +453,7 @@ class Orchestrator:
         at once. A cache entry gone missing costs only time: the evaluation compiles for itself.
         """
         workers = self.settings.warmup_workers
-        targets = [] if self.settings.warmup_beside else self._warmup_targets(todo, lanes)
+        targets = self._warmup_targets(todo, lanes)
         if not targets:
             return
         gpu_id = lanes[0].gpu_id
@@ -544,14 +544,17 @@ class Orchestrator:
                 for lane in sorted(lanes, key=lambda lane: lane.lock_key):
                     held.enter_context(device_lock(lane.lock_key, str(self.run_dir.path), on_wait=self._waiting))
                 for chunk in self._chunks(todo, lanes):
-                    self._warm_up(chunk, lanes)
-                    with self._warming_beside(chunk, lanes) as beside:
-                        self._sweep(chunk, lanes, progress, parent_run_id, beside)
+                    if self.settings.warmup_beside:
+                        with self._warming_beside(chunk, lanes) as beside:
+                            self._sweep(chunk, lanes, progress, parent_run_id, beside)
+                    else:
+                        self._warm_up(chunk, lanes)
+                        self._sweep(chunk, lanes, progress, parent_run_id)
 
     @contextmanager
     def _warming_beside(self, todo: list[Evaluation], lanes: list[Lane]):
         """The compile warm-up of ``todo``'s candidates beside its sweep, on the first lane (None: none to run)."""
-        targets = self._warmup_targets(todo, lanes) if self.settings.warmup_beside else []
+        targets = self._warmup_targets(todo, lanes)
         if not targets:
             yield None
             return

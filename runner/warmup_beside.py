@@ -10,8 +10,7 @@ its device work, in windows that wait for the measurement in its turn but not fo
 (``DeviceToken(cuts_in=True)``: waiting at the ready gate, as an evaluation's first phase does, the warm-ups spent
 4,086 of their 5,130 s on the H200 waiting and held the sweep back), and lets go of it while Dynamo and Inductor
 compile (``runner/worker/warmup.py``), at the lowest CPU priority, so compiling costs the measurements host time
-only where a core is free. Each warm-up's windows
-(token held, compiling) are kept in the run directory (``WARMUP_LOG``) for ``runner.bench duty`` and the tests.
+only where a core is free. Each warm-up's windows (token held, compiling) are kept in the run directory (``WARMUP_LOG``) for ``runner.bench duty`` and the tests.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ class WarmupBeside:
         self.log_path = log_path
         self._warm = warm
         self._ended = {id(e): threading.Event() for e in targets}
-        self._log_lock = threading.Lock()
+        self._lock = threading.Lock()  # the counts and the log, written from the pool's threads
         self.failed = 0
         self.waits: list[float] = []  # seconds each held-back evaluation waited (0 where its warm-up had ended)
         self.first_start: float | None = None
@@ -47,23 +46,22 @@ class WarmupBeside:
         for evaluation in targets:
             self._pool.submit(self._one, evaluation)
 
-    def __len__(self) -> int:
-        return len(self._ended)
-
     def _one(self, evaluation) -> None:
         started = time.time()
-        self.first_start = started if self.first_start is None else min(self.first_start, started)
+        with self._lock:
+            self.first_start = started if self.first_start is None else min(self.first_start, started)
         try:
             record = self._warm(evaluation)
         except Exception as exc:  # the sandbox could not run it: the evaluation compiles for itself
             record = {"exit_code": None, "error": f"{type(exc).__name__}: {exc}"[:300]}
         finally:
-            self.last_end = time.time()
+            ended = time.time()
+            with self._lock:
+                self.last_end = ended if self.last_end is None else max(self.last_end, ended)
             self._ended[id(evaluation)].set()
-        if record.get("exit_code") != 0:
-            self.failed += 1
-        line = {"eval_id": evaluation.eval_id, "started": started, "ended": self.last_end, **record}
-        with self._log_lock, self.log_path.open("a") as handle:
+        line = {"eval_id": evaluation.eval_id, "started": started, "ended": ended, **record}
+        with self._lock, self.log_path.open("a") as handle:
+            self.failed += record.get("exit_code") != 0
             handle.write(json.dumps(line) + "\n")
 
     def wait_for(self, evaluation, stop: threading.Event) -> bool:
