@@ -10,7 +10,8 @@ its device work, in windows that wait for the measurement in its turn but not fo
 (``DeviceToken(cuts_in=True)``: waiting at the ready gate, as an evaluation's first phase does, the warm-ups spent
 4,086 of their 5,130 s on the H200 waiting and held the sweep back), and lets go of it while Dynamo and Inductor
 compile (``runner/worker/warmup.py``), at the lowest CPU priority, so compiling costs the measurements host time
-only where a core is free. Each warm-up's windows (token held, compiling) are kept in the run directory (``WARMUP_LOG``) for ``runner.bench duty`` and the tests.
+only where a core is free. Each warm-up's windows (token held, compiling) are kept in the run directory
+(``WARMUP_LOG``) for ``runner.bench duty`` and the tests.
 """
 
 from __future__ import annotations
