@@ -69,18 +69,23 @@ def duty(run_dir: Path) -> dict:
     measured = sum(r.timing.measured_s for _, r in results if r.timing)
     wall = float(manifest.get("wall_s") or 0.0)
     setup = float(manifest.get("setup_s") or 0.0)
-    lane_results: dict[str, list] = {}  # per lane, each result's task and windows apart
+    # Per lane, each result's task, windows and states apart (a warm-up's: no states).
+    lane_results: dict[str, list] = {}
     for _, r in results:
         record = r.environment.get("device_token", {})
         if "path" in record:  # a worker that died before holding the token left no record: no lane of its own
-            lane_results.setdefault(record["path"], []).append((r.task_id, token_windows(record)))
+            windows = token_windows(record)
+            lane_results.setdefault(record["path"], []).append((r.task_id, windows, evaluation_states(r, windows)))
     for line in warmup_windows(run_dir):  # a warm-up beside the sweep: its windows are device phases of its lane
         record = line.get("token") or {}
         if "path" in record:
-            lane_results.setdefault(record["path"], []).append((f"warm-up:{line['eval_id']}", token_windows(record)))
+            entry = (f"{WARMUP_TASK}{line['eval_id']}", token_windows(record), None)
+            lane_results.setdefault(record["path"], []).append(entry)
     lanes = {
-        path: [window for _, windows in per_result for window in windows] for path, per_result in lane_results.items()
+        path: [window for _, windows, _ in per_result for window in windows]
+        for path, per_result in lane_results.items()
     }
+    in_flight = max((int(r.environment.get("lane", {}).get("in_flight") or 0) for _, r in results), default=0)
     # The run's lanes (a GPU given no evaluation still had its wall time), at least those seen.
     lane_count = max(int(manifest.get("lanes") or 1), len(lanes))
     lane_wall = wall * lane_count
@@ -137,7 +142,7 @@ def duty(run_dir: Path) -> dict:
         # From each lane's first window to its last, summed: in a run made in one go, the lanes' wall
         # time minus this is its start and end, so the rest of ``no_device_work`` lies between windows.
         "first_to_last_window_s": spans,
-        "between_turns": between_turns(lane_results.values()),
+        "between_turns": between_turns(lane_results.values(), in_flight or None),
         "slot_parts_s": slot_parts(results),
         "turn_parts_s": turn_parts(sampled),
         "batches_rest_parts_s": batches_rest_parts(sampled),
@@ -156,25 +161,42 @@ HAND_OVER_S = 0.1
 SLOWEST_SHOWN = 5
 
 
-def between_turns(lanes) -> dict:
+def between_turns(lanes, slots: int | None = None) -> dict:
     """Where the time between consecutive turns went, per lane, pooled: hand-overs, and the longer gaps with how
-    many evaluations had their first shared phase in each. ``lanes``: per lane, each result's task and closed
-    windows, ``(task_id, windows)``.
+    many evaluations had their first shared phase in each. ``lanes``: per lane, each result's task, closed
+    windows and states (``evaluation_states``; None for a warm-up beside the sweep, whose task starts with
+    ``WARMUP_TASK``), ``(task_id, windows, states)``; ``slots``: ``executor.in_flight``.
 
     A cohort's first measurement waits for every member's first shared phase (``device_token.py``), so a gap
     lasts as long as its slowest member's. ``waited_for_slowest_s`` sums, over the gaps of two members or more,
     how much longer the slowest member's first shared window was than the next slowest's; ``slowest`` names the
     gaps where that was longest, with the task that held them (f40, a full suite on the H100: 3.4 s of 29.5,
-    1.8 s of it one gap: BENCHMARKS.md, twenty-second session)."""
+    1.8 s of it one gap: BENCHMARKS.md, twenty-second session).
+
+    What the longer gaps waited for: ``next_measured_s``, the seconds the measurement that ended each gap spent in
+    each of its states during it (they add up to the gaps: in its first phase, the gap was its cohort's; waiting
+    for memory or its worker, the lane had nothing ready); ``slots_s``, the lane's slots' seconds in each state
+    during the gaps, all evaluations together, and ``no_evaluation`` for slots that held none (the sweep held
+    back, or nothing left to take); ``warmup_windows_s``, the gaps' seconds during which a warm-up beside the sweep
+    held the token."""
     hand_overs: list[float] = []
     longer: list[float] = []
     members: list[int] = []
     beyond_second: list[dict] = []
+    next_measured: dict[str, float] = {}
+    slot_seconds: dict[str, float] = {}
+    warmup_seconds = 0.0
     for results in lanes:
-        turns = sorted((start, end) for _, windows in results for start, end, mode in windows if mode == EXCLUSIVE)
-        firsts = [(task, *windows[0][:2]) for task, windows in results if windows and windows[0][2] != EXCLUSIVE]
+        turns = sorted(
+            (start, end, k)
+            for k, (_, windows, _) in enumerate(results)
+            for start, end, mode in windows
+            if mode == EXCLUSIVE
+        )
+        firsts = [(task, *windows[0][:2]) for task, windows, _ in results if windows and windows[0][2] != EXCLUSIVE]
+        warmups = [window[:2] for task, windows, _ in results if task.startswith(WARMUP_TASK) for window in windows]
         ended = turns[0][1] if turns else 0.0  # the latest end so far: a turn inside another (clashing) leaves no gap
-        for start, end in turns[1:]:
+        for start, end, owner in turns[1:]:
             gap_from, ended = ended, max(ended, end)
             if start <= gap_from:
                 continue  # overlapping turns (``overlapping_turns`` counts them): no time between
@@ -196,10 +218,22 @@ def between_turns(lanes) -> dict:
                 beyond_second.append(
                     {"task": task, "gap_s": start - gap_from, "window_s": slowest, "next_slowest_s": second}
                 )
+            owner_states = results[owner][2]
+            if owner_states:
+                _add_seconds(next_measured, seconds_in_states(owner_states, gap_from, start))
+            for _, _, states in results:
+                if states:
+                    in_slot = seconds_in_states(states, gap_from, start)
+                    _add_seconds(slot_seconds, {state: s for state, s in in_slot.items() if state in SLOT_STATES})
+            warmup_seconds += _union_seconds(
+                [(max(a, gap_from), min(b, start)) for a, b in warmups if a < start and b > gap_from]
+            )
 
     def part(gaps: list[float]) -> dict:
         return {"n": len(gaps), "s": sum(gaps), "median_s": statistics.median(gaps) if gaps else None}
 
+    if slots and longer:
+        slot_seconds["no_evaluation"] = slots * sum(longer) - sum(slot_seconds.values())
     beyond_second.sort(key=lambda gap: gap["window_s"] - gap["next_slowest_s"], reverse=True)
     return {
         "hand_overs": part(hand_overs),
@@ -208,8 +242,87 @@ def between_turns(lanes) -> dict:
             "median_first_phases": statistics.median(members) if members else None,
             "waited_for_slowest_s": sum(gap["window_s"] - gap["next_slowest_s"] for gap in beyond_second),
             "slowest": beyond_second[:SLOWEST_SHOWN],
+            "next_measured_s": next_measured,
+            "slots_s": slot_seconds,
+            "warmup_windows_s": warmup_seconds,
         },
     }
+
+
+# The task name under which ``duty`` files a warm-up beside the sweep's windows in its lane.
+WARMUP_TASK = "warm-up:"
+
+# An evaluation's states in the order they come (``evaluation_states``): those of ``SLOT_STATES`` hold one of the
+# lane's slots (``executor.in_flight``). Before its slot took it, an evaluation is ``not_in_a_slot``; once its slot
+# has read the GPU after it, ``done``.
+NOT_IN_A_SLOT = "not_in_a_slot"
+DONE = "done"
+SLOT_STATES = (
+    "prepare_and_health_gate",  # the job's directory written, the GPU's health read (and waited for)
+    "memory_admission",  # waiting until the GPU's memory admits it (``memory_admission.py``)
+    "first_try",  # a first try that ran out of memory, inside the admission's step
+    "worker_start",  # the executor handing the job to a worker (a spare, or a fresh process or container)
+    "before_first_phase",  # the static screen, the preload, waiting at the ready gate for the token
+    "first_phase",  # its first window: reference outputs, the candidate's import and correctness, timing set-up
+    "ready",  # ready for its turn, queued behind other ready measurements (the turnstile)
+    "approach",  # the turnstile held, the token shared: its warm-up beside the shared work still in
+    "waiting_for_turn",  # asked for the turn: waiting for the shared holders that were in before it
+    "turn",  # its measurement, the token exclusive
+    "checks_after_timing",  # a window after the turn
+    "after_device_work",  # between windows after the turn, or after the last: the worker writing its files
+    "worker_end_and_collect",  # the worker ended, its result collected, the GPU read after it
+)
+
+
+def evaluation_states(result, windows: list) -> list[tuple[float, str]] | None:
+    """What an evaluation was doing from when: ``(epoch seconds, state)`` in order, the state lasting until the next
+    entry's time (``SLOT_STATES``; the last entry is ``DONE``), from its slot's marks (``environment.lane.slot``), its
+    worker's start and end, and its closed token ``windows``. A mark earlier than the one before it (two clocks read
+    apart) counts from that one. None without a slot's marks (runs before the fifteenth session)."""
+    slot = result.environment.get("lane", {}).get("slot")
+    if not slot or "read_after" not in slot or not result.started_at or not result.finished_at:
+        return None
+    marks = [(slot["taken"], "prepare_and_health_gate"), (slot["gated"], "memory_admission")]
+    first = slot.get("first_try")
+    if first:
+        marks += [(first["admitted"], "first_try"), (first["ran"], "memory_admission")]
+    marks += [(slot["admitted"], "worker_start"), (result.started_at, "before_first_phase")]
+    turn = next((k for k, (_, _, mode) in enumerate(windows) if mode == EXCLUSIVE), None)
+    for k, (start, end, _) in enumerate(windows):
+        if k == turn:
+            during = "turn"
+        elif turn is not None and k > turn:
+            during = "checks_after_timing"
+        else:
+            during = "first_phase" if k == 0 else "approach"
+        if turn is not None and k < turn:
+            after = "ready" if k == 0 else "waiting_for_turn"
+        else:
+            after = "after_device_work"
+        marks += [(start, during), (end, after)]
+    marks += [(result.finished_at, "worker_end_and_collect"), (slot["read_after"], DONE)]
+    states, latest = [], float("-inf")
+    for when, state in marks:
+        latest = max(latest, when)
+        states.append((latest, state))
+    return states
+
+
+def seconds_in_states(states: list[tuple[float, str]], start: float, end: float) -> dict[str, float]:
+    """The seconds of ``start`` to ``end`` an evaluation spent in each state (``evaluation_states``); before its
+    first entry, ``NOT_IN_A_SLOT``."""
+    seconds: dict[str, float] = {}
+    bounds = [(float("-inf"), NOT_IN_A_SLOT), *states, (float("inf"), DONE)]
+    for (begins, state), (ends, _) in zip(bounds, bounds[1:]):
+        overlap = min(ends, end) - max(begins, start)
+        if overlap > 0:
+            seconds[state] = seconds.get(state, 0.0) + overlap
+    return seconds
+
+
+def _add_seconds(totals: dict[str, float], seconds: dict[str, float]) -> None:
+    for state, value in seconds.items():
+        totals[state] = totals.get(state, 0.0) + value
 
 
 # The steps of an evaluation's slot (``environment.lane.slot``, runner/orchestrator.py), in order: each part

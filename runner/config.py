@@ -153,6 +153,10 @@ class ExecutorConfig:
     # shared for its device work and none while Dynamo compiles, at the lowest CPU priority: runner/warmup_beside.py)
     # or before each chunk of 4 × warmup_workers candidates with the GPU held and nothing measured meanwhile.
     warmup_beside: bool = True
+    # Beside the sweep: null, every warm-up's device windows cut in between measurements (past the ready gate); N,
+    # only once the sweep will start its evaluation among the next N (or waits for it), before that they wait at
+    # the ready gate for the gaps where no measurement is ready (runner/warmup_beside.py).
+    warmup_cut_in_within: int | None = None
     file_size_limit_mb: int = 2048
     env_passthrough: list[str] = field(default_factory=list)
     # The sandbox limits the docker executor enforces (local has no cgroup to enforce them with).

@@ -27,6 +27,7 @@ VOLATILE_KEYS = (
     ("executor", "compile_cache_dir"),
     ("executor", "warmup_workers"),
     ("executor", "warmup_beside"),
+    ("executor", "warmup_cut_in_within"),
     ("executor", "compile_threads"),
     ("executor", "timeout_s"),
 )
@@ -113,6 +114,9 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         raise ConfigError(f"eval.timed_shape_trials must be at least 1 (or null), not {cfg.eval.timed_shape_trials}")
     if cfg.executor.in_flight < 1:
         raise ConfigError(f"executor.in_flight must be at least 1, not {cfg.executor.in_flight}")
+    within = cfg.executor.warmup_cut_in_within
+    if within is not None and within < 0:
+        raise ConfigError(f"executor.warmup_cut_in_within must be 0 or more (or null: always), not {within}")
     if cfg.executor.admit_free_gib < 0:
         raise ConfigError(f"executor.admit_free_gib must be 0 (off) or more, not {cfg.executor.admit_free_gib}")
     for name in ("placements", "input_sets", "batch"):
@@ -149,6 +153,7 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         progress=cfg.run.progress,
         warmup_workers=cfg.executor.warmup_workers,
         warmup_beside=cfg.executor.warmup_beside,
+        warmup_cut_in_within=cfg.executor.warmup_cut_in_within,
         in_flight=cfg.executor.in_flight,
         admit_free_gib=cfg.executor.admit_free_gib,
         measurement_isolation=cfg.executor.measurement_isolation.value,

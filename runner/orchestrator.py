@@ -43,7 +43,7 @@ from runner.tasks.model import Task
 from runner.tracking.child_record import child_record
 from runner.tracking.journal import Journal
 from runner.tracking.mlflow_sink import MlflowSink, SinkError
-from runner.warmup_beside import WARMUP_LOG, WarmupBeside
+from runner.warmup_beside import WARMUP_LOG, CutIn, WarmupBeside
 from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, device_token
 from runner.worker.protocol import (
     CANDIDATE_FILE,
@@ -100,6 +100,9 @@ class RunSettings:
     warmup_workers: int = 0
     # The compile warm-up beside the sweep (runner/warmup_beside.py), or before each chunk of it, the GPU held.
     warmup_beside: bool = True
+    # Beside the sweep: None, every warm-up's windows cut in; N, only once the sweep will start its evaluation among
+    # the next N (or waits for it), before that at the ready gate (runner/warmup_beside.py).
+    warmup_cut_in_within: int | None = None
     peaks: dict | None = None  # {"bandwidth_tbps": .., "tflops": {dtype: ..}}: the roofline's ceilings
     in_flight: int = 1  # evaluations at once per device (their measurements take turns on its token)
     on_unhealthy: str = "proceed"  # the health gate still failing after cooldown: "proceed" (recorded) or "fail"
@@ -250,6 +253,7 @@ class Orchestrator:
         }
         if mode == "warmup":
             job["warmup_beside"] = s.warmup_beside
+            job["warmup_cut_in"] = "always" if s.warmup_cut_in_within is None else "told"
         write_json_atomic(job_dir / JOB_FILE, job)
         for path in (job_dir / TASK_FILE, job_dir / CANDIDATE_FILE, job_dir / JOB_FILE):
             path.chmod(0o444)
@@ -563,8 +567,9 @@ class Orchestrator:
         ledger = self._warmup_ledger(lanes)
         ledger_lock = threading.Lock()
 
-        def warm(evaluation: Evaluation) -> dict:
+        def warm(evaluation: Evaluation, cut_in: CutIn) -> dict:
             job_dir = self._prepare_job(evaluation, root, "warmup")
+            cut_in.place(job_dir / OUT_DIR)
             admission = self._admissions.get(lane.index)
             admitted: dict = {}
             began = (job_dir / OUT_DIR / TAKEN_FILE).exists
@@ -582,8 +587,10 @@ class Orchestrator:
             return {"exit_code": outcome.exit_code, "wall_s": outcome.wall_s, "admission": admitted, **record}
 
         workers = self.settings.warmup_workers
-        self.console.print(f"compile warm-up beside the sweep: {len(targets)} candidates, {workers} at a time")
-        beside = WarmupBeside(targets, warm, workers, self.run_dir.path / WARMUP_LOG)
+        within = self.settings.warmup_cut_in_within
+        told = "" if within is None else f", cutting in for the next {within} to start"
+        self.console.print(f"compile warm-up beside the sweep: {len(targets)} candidates, {workers} at a time{told}")
+        beside = WarmupBeside(targets, warm, workers, self.run_dir.path / WARMUP_LOG, within)
         finished = False
         try:
             yield beside
@@ -620,6 +627,8 @@ class Orchestrator:
                     if not pending:
                         return
                     evaluation = pending.popleft()
+                    if beside is not None:
+                        beside.coming(pending)  # the next ones' warm-ups: needed soon
                 if beside is not None and not beside.wait_for(evaluation, stop):
                     return  # stopped while its warm-up ran: not started, a resume runs it
                 events.put(("start", evaluation, None))

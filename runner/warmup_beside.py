@@ -12,6 +12,13 @@ its device work, in windows that wait for the measurement in its turn but not fo
 compile (``runner/worker/warmup.py``), at the lowest CPU priority, so compiling costs the measurements host time
 only where a core is free. Each warm-up's windows (token held, compiling) are kept in the run directory
 (``WARMUP_LOG``) for ``runner.bench duty`` and the tests.
+
+Cutting in costs the hand-over it lands in: the next measurement waits for the windows that came in beside its
+approach (a window ran 0.109 s, median, where a hand-over takes 30-40 ms), while a cohort's gap (the lane's ready
+measurements run dry, newcomers' first phases) holds windows for little more than it lasts anyway. With
+``cut_in_within`` set, a warm-up's windows wait at the ready gate, for such gaps, until the sweep needs it soon:
+its evaluation among the next ``cut_in_within`` the sweep will start (``coming``), or the sweep waiting for it;
+from then on they cut in (``CutIn``, ``runner/worker/device_token.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +28,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
 from pathlib import Path
+
+from runner.worker.protocol import CUT_IN_FILE
 
 # One line per warm-up: which evaluation, its exit code, when it ran and its windows (``warmup_record``).
 WARMUP_LOG = "warmup.jsonl"
@@ -29,14 +39,56 @@ WARMUP_LOG = "warmup.jsonl"
 POLL_S = 0.2
 
 
-class WarmupBeside:
-    """Warm-ups of ``targets`` (evaluations, in plan order) run by ``warm`` (evaluation -> record dict with an
-    ``exit_code``) on ``workers`` threads from construction on; ``wait_for`` holds an evaluation back until its
-    warm-up has ended. A warm-up that raised counts as failed: its evaluation compiles for itself."""
+class CutIn:
+    """When one warm-up's windows start to cut in: told (``tell``) through ``CUT_IN_FILE`` in its job's ``out/``,
+    written once the warm-up's job directory is there (``place``); ``told_at``: when (epoch seconds), or None."""
 
-    def __init__(self, targets: Iterable, warm: Callable[[object], dict], workers: int, log_path: Path) -> None:
+    def __init__(self) -> None:
+        self.told_at: float | None = None
+        self._out_dir: Path | None = None
+        self._lock = threading.Lock()
+
+    def place(self, out_dir: Path) -> None:
+        """The warm-up's job is in ``out_dir``'s directory (told already: the file is written now)."""
+        with self._lock:
+            self._out_dir = out_dir
+            if self.told_at is not None:
+                self._write()
+
+    def tell(self) -> None:
+        with self._lock:
+            if self.told_at is None:
+                self.told_at = time.time()
+                if self._out_dir is not None:
+                    self._write()
+
+    def _write(self) -> None:
+        try:
+            (self._out_dir / CUT_IN_FILE).touch()
+        except FileNotFoundError:
+            pass  # the warm-up has ended and its directory is gone: nothing left to tell
+
+
+class WarmupBeside:
+    """Warm-ups of ``targets`` (evaluations, in plan order) run by ``warm`` (evaluation, its ``CutIn`` -> record
+    dict with an ``exit_code``) on ``workers`` threads from construction on; ``wait_for`` holds an evaluation back
+    until its warm-up has ended. A warm-up that raised counts as failed: its evaluation compiles for itself.
+    ``cut_in_within``: None, every warm-up's windows cut in (``warm`` passes that on to its job); a number, each is
+    told to once its evaluation is among that many next to start (``coming``) or waited for."""
+
+    def __init__(
+        self,
+        targets: Iterable,
+        warm: Callable[[object, CutIn], dict],
+        workers: int,
+        log_path: Path,
+        cut_in_within: int | None = None,
+    ) -> None:
+        targets = list(targets)
         self.log_path = log_path
+        self.cut_in_within = cut_in_within
         self._warm = warm
+        self._cut_in = {id(e): CutIn() for e in targets}
         self._ended = {id(e): threading.Event() for e in targets}
         self._lock = threading.Lock()  # the counts and the log, written from the pool's threads
         self.failed = 0
@@ -51,8 +103,9 @@ class WarmupBeside:
         started = time.time()
         with self._lock:
             self.first_start = started if self.first_start is None else min(self.first_start, started)
+        cut_in = self._cut_in[id(evaluation)]
         try:
-            record = self._warm(evaluation)
+            record = self._warm(evaluation, cut_in)
         except Exception as exc:  # the sandbox could not run it: the evaluation compiles for itself
             record = {"exit_code": None, "error": f"{type(exc).__name__}: {exc}"[:300]}
         finally:
@@ -61,16 +114,30 @@ class WarmupBeside:
                 self.last_end = ended if self.last_end is None else max(self.last_end, ended)
             self._ended[id(evaluation)].set()
         line = {"eval_id": evaluation.eval_id, "started": started, "ended": ended, **record}
+        if self.cut_in_within is not None:
+            line["cut_in_told"] = cut_in.told_at  # None: it ended before the sweep came near it
         with self._lock, self.log_path.open("a") as handle:
             self.failed += record.get("exit_code") != 0
             handle.write(json.dumps(line) + "\n")
 
+    def coming(self, pending: Iterable) -> None:
+        """The sweep will start ``pending``'s evaluations next, in order: the first ``cut_in_within`` warm-ups are told
+        to cut in (none where every one does)."""
+        if self.cut_in_within is None:
+            return
+        for evaluation in islice(pending, self.cut_in_within):
+            cut_in = self._cut_in.get(id(evaluation))
+            if cut_in is not None:
+                cut_in.tell()
+
     def wait_for(self, evaluation, stop: threading.Event) -> bool:
-        """Block until ``evaluation``'s warm-up has ended (at once where it has none); False if ``stop`` was
-        set first."""
+        """Block until ``evaluation``'s warm-up has ended (at once where it has none; told to cut in meanwhile);
+        False if ``stop`` was set first."""
         ended = self._ended.get(id(evaluation))
         if ended is None:
             return True
+        if self.cut_in_within is not None and not ended.is_set():
+            self._cut_in[id(evaluation)].tell()
         began = time.perf_counter()
         while not ended.wait(POLL_S):
             if stop.is_set():

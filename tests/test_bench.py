@@ -16,7 +16,7 @@ import pytest
 
 from runner.analysis.disturbances import disturbances
 from runner.analysis.records import job_results
-from runner.bench import duty, ncu, overlap, repeat
+from runner.bench import NOT_IN_A_SLOT, SLOT_STATES, duty, ncu, overlap, repeat
 from runner.methods import METHODS
 from runner.paths import TASKS_DIR
 from runner.tasks.loader import load_native_tasks
@@ -439,13 +439,15 @@ def test_between_turns_splits_hand_overs_from_cohorts(two_passes):
 
     shared, exclusive = "shared", "exclusive"
     lane = [
-        ("a", [(0.0, 0.5, shared), (0.6, 1.6, exclusive), (1.6, 1.65, shared)]),  # first phase 0-0.5, turn 0.6-1.6
-        ("b", [(0.1, 0.55, shared), (1.6, 1.63, shared), (1.66, 2.6, exclusive)]),  # warm-up beside the checks
-        ("c", [(2.7, 3.4, shared), (3.4, 3.43, shared), (3.5, 4.0, exclusive)]),  # started meanwhile: a 0.9 s gap
-        ("d", [(2.65, 3.45, shared)]),  # a cohort's other member; its turn not reached (it failed its checks)
+        ("a", [(0.0, 0.5, shared), (0.6, 1.6, exclusive), (1.6, 1.65, shared)], None),  # first phase, turn 0.6-1.6
+        ("b", [(0.1, 0.55, shared), (1.6, 1.63, shared), (1.66, 2.6, exclusive)], None),  # warm-up beside the checks
+        ("c", [(2.7, 3.4, shared), (3.4, 3.43, shared), (3.5, 4.0, exclusive)], None),  # started meanwhile: 0.9 s gap
+        ("d", [(2.65, 3.45, shared)], None),  # a cohort's other member; its turn not reached (it failed its checks)
     ]
-    other_lane = [("e", [(0.0, 0.2, shared), (0.2, 1.0, exclusive)])]  # one turn: no gap
-    clashing = [("f", [(0.0, 3.0, exclusive)]), ("g", [(1.0, 1.5, exclusive)]), ("h", [(3.05, 4.0, exclusive)])]
+    other_lane = [("e", [(0.0, 0.2, shared), (0.2, 1.0, exclusive)], None)]  # one turn: no gap
+    clashing = [
+        ("f", [(0.0, 3.0, exclusive)], None), ("g", [(1.0, 1.5, exclusive)], None), ("h", [(3.05, 4.0, exclusive)], None)
+    ]  # fmt: skip
     figures = between_turns([lane, other_lane, clashing])
     assert figures["hand_overs"]["n"] == 2 and figures["hand_overs"]["s"] == pytest.approx(0.06 + 0.05)
     assert figures["longer"]["n"] == 1 and figures["longer"]["s"] == pytest.approx(0.9)
@@ -469,6 +471,58 @@ def test_between_turns_splits_hand_overs_from_cohorts(two_passes):
     kind, other = ("longer", "hand_overs") if gap > HAND_OVER_S else ("hand_overs", "longer")
     assert (real[kind]["n"], real[other]["n"]) == (1, 0) and real[kind]["s"] == pytest.approx(gap)
     assert real["longer"]["median_first_phases"] == (1 if kind == "longer" else None)
+    # What the gap waited for: the second measurement's own states, adding up to it (its worker's start and first
+    # phase, one evaluation at a time); the one slot held one evaluation or the other throughout.
+    waited = real["longer"]["next_measured_s"]
+    assert sum(waited.values()) == pytest.approx(real["longer"]["s"])
+    assert (waited.get("first_phase", 0) > 0) == (kind == "longer")
+    if kind == "longer":
+        assert set(waited) <= set(SLOT_STATES) | {NOT_IN_A_SLOT}
+
+
+def _evaluation(taken, gated, admitted, started, windows, finished, read_after):
+    """A result as ``evaluation_states`` reads it: its slot's marks, its worker's start and end."""
+    from types import SimpleNamespace
+
+    slot = {"taken": taken, "gated": gated, "admitted": admitted, "read_after": read_after}
+    return SimpleNamespace(environment={"lane": {"slot": slot}}, started_at=started, finished_at=finished), windows
+
+
+def test_between_turns_says_what_each_longer_gap_waited_for():
+    """Two slots: a measures, b waits for memory meanwhile and starts its first phase only after a's turn, so the
+    gap between the turns is b's worker start, first phase and approach; the slots' seconds in the gap are a's end
+    and b's states, and the rest of them held no evaluation; a warm-up's windows in the gap are counted, clipped."""
+    from runner.bench import between_turns, evaluation_states
+
+    shared, exclusive = "shared", "exclusive"
+    a = _evaluation(0.0, 0.05, 0.1, 0.2, [(0.3, 0.8, shared), (0.9, 1.0, shared), (1.0, 2.0, exclusive),
+                                          (2.0, 2.05, shared)], 2.2, 2.3)  # fmt: skip
+    b = _evaluation(0.0, 0.05, 1.5, 1.6, [(2.05, 2.5, shared), (2.5, 2.55, shared), (2.6, 3.6, exclusive),
+                                          (3.6, 3.65, shared)], 3.8, 3.9)  # fmt: skip
+    warm_up = ("warm-up:x", [(1.5, 1.6, shared), (2.1, 2.2, shared), (2.5, 2.58, shared)], None)
+    lane = [(name, windows, evaluation_states(result, windows)) for name, (result, windows) in (("a", a), ("b", b))]
+    figures = between_turns([[*lane, warm_up]], slots=2)["longer"]
+    assert figures["n"] == 1 and figures["s"] == pytest.approx(0.6)
+    assert figures["next_measured_s"] == {
+        "before_first_phase": pytest.approx(0.05), "first_phase": pytest.approx(0.45),
+        "approach": pytest.approx(0.05), "waiting_for_turn": pytest.approx(0.05),
+    }  # fmt: skip
+    assert figures["slots_s"] == {
+        "checks_after_timing": pytest.approx(0.05), "after_device_work": pytest.approx(0.15),
+        "worker_end_and_collect": pytest.approx(0.1), "before_first_phase": pytest.approx(0.05),
+        "first_phase": pytest.approx(0.45), "approach": pytest.approx(0.05), "waiting_for_turn": pytest.approx(0.05),
+        "no_evaluation": pytest.approx(0.3),
+    }  # fmt: skip
+    assert figures["warmup_windows_s"] == pytest.approx(0.18)
+    # Before its slot took it, b was in no slot; a mark read on another clock before the last counts from it.
+    states = evaluation_states(b[0], b[1])
+    assert states[0] == (0.0, "prepare_and_health_gate") and states[-1] == (3.9, "done")
+    assert [when for when, _ in states] == sorted(when for when, _ in states)
+    late, _ = _evaluation(1.0, 1.05, 1.5, 1.4, [], 1.6, 1.7)  # the worker's start read 0.1 s before its admission
+    assert evaluation_states(late, []) == [
+        (1.0, "prepare_and_health_gate"), (1.05, "memory_admission"), (1.5, "worker_start"),
+        (1.5, "before_first_phase"), (1.6, "worker_end_and_collect"), (1.7, "done"),
+    ]  # fmt: skip
 
 
 def _bench(*args: str):

@@ -69,6 +69,8 @@ def test_presets_pick_what_they_promise():
         ("eval.timing.placements=0", "eval.timing.placements must be at least 1, not 0"),
         ("eval.timing.input_sets=-2", "eval.timing.input_sets must be at least 1"),
         ("executor.admit_free_gib=-1", "executor.admit_free_gib must be 0 (off) or more, not -1"),
+        ("executor.warmup_cut_in_within=-1", "executor.warmup_cut_in_within must be 0 or more (or null: always)"),
+        ("executor.warmup_cut_in_within=soon", "warmup_cut_in_within"),
         ("eval.timing.audit_share=0", "eval.timing.audit_share must be over 0 and at most 1, not 0"),
         ("eval.timing.batch_min_ms=-1", "eval.timing.batch_min_ms must not be negative, not -1"),
         ("eval.timing.audit_share=1.5", "eval.timing.audit_share must be over 0 and at most 1, not 1.5"),

@@ -20,6 +20,7 @@ from runner.worker.device_token import (
     EXCLUSIVE,
     ISOLATE_MEASUREMENTS,
     SHARED,
+    TOLD_POLL_S,
     WAIT_STAGE,
     DeviceToken,
     create_token_files,
@@ -380,10 +381,10 @@ def test_a_newcomer_waits_at_the_ready_gate_while_a_measurement_is_ready(token: 
     assert records["C"]["waited_s"] > 0.3  # it waited at the gate through B's turn and D's
 
 
-def test_a_warm_up_beside_the_sweep_cuts_in_but_never_beside_a_measurement(token: Path):
-    """A compile warm-up's shared window (``cuts_in``) waits for the measurement in its turn (A), not for the
-    ready ones queued behind it (B, D): it opens when A's turn ends, beside B's approach (where B's own warm-up
-    runs), and B's turn waits for it. Gated like a newcomer it waited for B's turn and D's (H200: 4,086 of 5,130 s of the warm-ups' time)."""
+def _a_warm_up_beside_two_ready(token: Path, cuts_in, before_a_ends=None):
+    """A holds its turn; B, then D get ready (``approach``, their own warm-up 0.1 s in it, their turns 0.3 s), then a
+    warm-up C asks for a 0.3 s shared window (``cuts_in``); ``before_a_ends`` runs, then A's turn ends. Returns the
+    turns of A, B and D, C's window and C's record, each checked against C's window for overlap."""
     a = DeviceToken(token, {})
     a.hold(EXCLUSIVE)
     records = {name: {} for name in "ABCD"}
@@ -397,7 +398,7 @@ def test_a_warm_up_beside_the_sweep_cuts_in_but_never_beside_a_measurement(token
             time.sleep(seconds)
 
     def warm_up() -> None:
-        with DeviceToken(token, records["C"], cuts_in=True) as holder:
+        with DeviceToken(token, records["C"], cuts_in=cuts_in) as holder:
             holder.hold(SHARED)
             time.sleep(0.3)
 
@@ -406,7 +407,8 @@ def test_a_warm_up_beside_the_sweep_cuts_in_but_never_beside_a_measurement(token
         threads.append(threading.Thread(target=target, args=args, daemon=True))
         threads[-1].start()
         time.sleep(0.15)  # B ready, then D, then the warm-up asks
-    a_end = time.time()
+    if before_a_ends is not None:
+        before_a_ends()
     a.release()
     for thread in threads:
         thread.join(timeout=10)
@@ -414,8 +416,36 @@ def test_a_warm_up_beside_the_sweep_cuts_in_but_never_beside_a_measurement(token
     a.close()
     turns = {name: next(w for w in token_windows(records[name]) if w[2] == EXCLUSIVE) for name in "ABD"}
     (c_window,) = token_windows(records["C"])
-    assert c_window[0] < turns["B"][0] and c_window[0] - a_end < 0.25, f"it waited past A's turn: {c_window} {turns}"
-    assert records["C"]["waited_s"] < 0.4
     for name, turn in turns.items():
         assert not _overlaps(c_window, turn), f"the warm-up's window overlapped {name}'s turn"
+    return turns, c_window, records["C"]
+
+
+def test_a_warm_up_beside_the_sweep_cuts_in_but_never_beside_a_measurement(token: Path):
+    """A compile warm-up's shared window (``cuts_in``) waits for the measurement in its turn (A), not for the
+    ready ones queued behind it (B, D): it opens when A's turn ends, beside B's approach (where B's own warm-up
+    runs), and B's turn waits for it. Gated like a newcomer it waited for B's turn and D's (H200: 4,086 of 5,130 s
+    of the warm-ups' time)."""
+    turns, c_window, record = _a_warm_up_beside_two_ready(token, True)
+    assert c_window[0] < turns["B"][0] and c_window[0] - turns["A"][1] < 0.25, f"it waited past A's turn: {turns}"
+    assert record["waited_s"] < 0.4
     assert turns["B"][0] >= c_window[1], "B's turn waited for the warm-up's window"
+
+
+@pytest.mark.parametrize("told", [False, True])
+def test_a_warm_up_told_when_to_cut_in_waits_at_the_ready_gate_until_then(token: Path, told: bool):
+    """A warm-up's window that cuts in only once told (``cuts_in`` a question, asked while it waits): not told, it
+    waits at the ready gate while measurements are ready (B, D) and opens after the last of their turns, as a
+    newcomer's first phase does; told while it waits, it cuts in when the turn of the moment (A) ends, before B's."""
+    told_now = threading.Event()
+
+    def tell() -> None:
+        told_now.set()
+        time.sleep(5 * TOLD_POLL_S)  # asked again meanwhile
+
+    turns, c_window, _ = _a_warm_up_beside_two_ready(token, told_now.is_set, tell if told else None)
+    if told:
+        assert turns["A"][1] <= c_window[0] < turns["B"][0], (c_window, turns)
+        assert turns["B"][0] >= c_window[1], "B's turn waited for the warm-up's window"
+    else:
+        assert c_window[0] >= max(turns["B"][1], turns["D"][1]), (c_window, turns)

@@ -286,9 +286,7 @@ def test_no_collection_runs_while_a_pair_is_measured(was_on):
             cycle: list = []
             cycle.append(cycle)
 
-    # min_samples = max_samples: neither the noise target nor the time cap can stop it short of 8 pairs (with
-    # min_samples=4, CI once stopped it after 6)
-    settings = TimingSettings(min_samples=8, max_samples=8, batch=2, warmup_ms=0.0, target_noise=0.0)
+    settings = TimingSettings(min_samples=4, max_samples=8, batch=2, warmup_ms=0.0, target_noise=0.0)
     tools = timing_module.Instruments(HostSampler(), _ScriptedNvml([]))
     (gc.enable if was_on else gc.disable)()
     try:
@@ -298,7 +296,9 @@ def test_no_collection_runs_while_a_pair_is_measured(was_on):
         assert gc.isenabled() is was_on
     finally:
         gc.enable()
-    assert len(seen) == 6 + 16 and not any(seen)
+    # The warm-up: three rounds of both sides where the first was short, one where it was not (samplers.LONG_ROUND_MS:
+    # a loaded host, as CI's once was, makes these calls' first round long); then 8 pairs.
+    assert len(seen) - 16 in (2, 6) and not any(seen)
     assert len(set(collections)) == 1, "a collection ran between the first call and the last"
 
 
@@ -414,7 +414,7 @@ def test_the_samples_file_is_written_when_the_checks_after_timing_fail(monkeypat
     monkeypatch.setattr(
         evaluate_module, "unjoined_work", lambda gaps, median_ms, recheck: "work left on another stream"
     )
-    settings = TimingSettings(min_samples=8, max_samples=8, batch=2, warmup_ms=0.0)
+    settings = TimingSettings(min_samples=4, max_samples=8, batch=2, warmup_ms=0.0)
     result = evaluate_module.evaluate(_scale_job(tmp_path, settings), tmp_path)
     assert (result.verdict.status, result.verdict.reason) == ("integrity_violation", "unjoined_stream_work")
     assert len(json.loads((tmp_path / "out" / SAMPLES_FILE).read_text())["candidate"]) == 8
@@ -486,7 +486,7 @@ def test_the_measurements_set_up_and_its_samples_file_stay_out_of_the_turn(monke
     monkeypatch.setattr(
         evaluate_module, "write_json_atomic", lambda path, data: log.append(path.name) or write(path, data)
     )
-    settings = TimingSettings(min_samples=8, max_samples=8, batch=2, warmup_ms=0.0)
+    settings = TimingSettings(min_samples=4, max_samples=8, batch=2, warmup_ms=0.0)
     result = evaluate_module.evaluate(_scale_job(tmp_path, settings), tmp_path)
     assert result.verdict.status == "correct" and result.timing.clocks_watched == "not a CUDA device"
     assert result.timing.flush_bytes is None  # the host clock flushes nothing

@@ -246,17 +246,27 @@ def _overlap(a: tuple[float, float], b: tuple[float, float]) -> float:
     return max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
 
 
-def test_compile_warm_up_beside_the_sweep(tmp_path: Path):
+@pytest.mark.parametrize("within", [None, 0])
+def test_compile_warm_up_beside_the_sweep(tmp_path: Path, within):
     """The default warm-up runs beside the sweep: each warm-up holds the device's token shared for its device work
     and not while Dynamo compiles, no measurement's turn overlaps a warm-up's window, and each evaluation starts
-    only after its candidate's warm-up ended. Every warm-up's windows are in the run's warmup.jsonl."""
+    only after its candidate's warm-up ended. Every warm-up's windows are in the run's warmup.jsonl. With
+    ``executor.warmup_cut_in_within=0`` a warm-up's windows cut in only once the sweep waits for it (each is told,
+    and says when), at the ready gate before: the same holds."""
     from runner.bench import duty
     from runner.warmup_beside import warmup_windows
 
-    proc, run_dir = _run_with_warm_up(tmp_path, DYNAMO_CANDIDATE, "executor.in_flight=2")
+    told = () if within is None else (f"executor.warmup_cut_in_within={within}",)
+    proc, run_dir = _run_with_warm_up(tmp_path, DYNAMO_CANDIDATE, "executor.in_flight=2", *told)
     assert "compile warm-up beside the sweep: 3 candidates, 2 at a time" in proc.stdout
+    assert ("cutting in for the next 0 to start" in " ".join(proc.stdout.split())) == (within is not None)
     warm = {line["eval_id"]: line for line in warmup_windows(run_dir)}
     assert len(warm) == 3 and all(line["exit_code"] == 0 for line in warm.values()), warm
+    if within is not None:  # told once the sweep waited for it, before it ended; None: it ended before that
+        told_at = [line["cut_in_told"] for line in warm.values()]
+        assert all(at is None or line["started"] <= at <= line["ended"] for at, line in zip(told_at, warm.values()))
+    else:
+        assert all("cut_in_told" not in line for line in warm.values())
     turns = []
     for path in run_dir.glob("jobs/*/out/result.json"):
         result = json.loads(path.read_text())

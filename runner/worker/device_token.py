@@ -21,7 +21,10 @@ turnstile, waiting only for the measurement in its turn, so they join the shared
 (the next measurement's approach) rather than each wait for the queue of ready measurements to run dry
 (H200, torch_compile's whole suite: 4,086 of the warm-ups' 5,130 s went to that wait, their device
 windows 107 s; BENCHMARKS.md, thirty-sixth session). The measurement that asks for its turn meanwhile
-waits for them as for any shared holder that was in before it.
+waits for them as for any shared holder that was in before it. ``cuts_in`` may instead be a question
+asked while the window waits (``TOLD_POLL_S``): until it says yes the window waits at the ready gate as a
+newcomer does, so it joins a cohort's gap, where the lane measures nothing anyway, rather than lengthen a
+hand-over; once it says yes (the sweep needs this warm-up soon: ``runner/warmup_beside.py``) it cuts in.
 
 How far a measurement is isolated is the run's choice (``executor.measurement_isolation``):
 - ``device`` (the default): as above; nothing of the run runs device work beside a measurement.
@@ -43,6 +46,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -55,6 +59,10 @@ PREINIT_UNDER_TOKEN = "token"
 
 SHARED = "shared"
 EXCLUSIVE = "exclusive"
+
+# How often a shared window that cuts in only once told (``DeviceToken(cuts_in=<question>)``) asks again while
+# it waits at the ready gate.
+TOLD_POLL_S = 0.02
 
 # The stage a worker marks while it waits for the exclusive token: executors do not count it
 # against the evaluation's time limit (the other evaluations' measurements are not its time).
@@ -103,14 +111,16 @@ class DeviceToken:
         path: str | Path | None,
         record: dict | None = None,
         isolation: str = ISOLATE_DEVICE,
-        cuts_in: bool = False,
+        cuts_in: bool | Callable[[], bool] = False,
     ) -> None:
         if isolation not in ISOLATIONS:
             raise ValueError(f"measurement isolation {isolation!r}: expected one of {', '.join(ISOLATIONS)}")
         self.record = record if record is not None else {}
         self.mode: str | None = None
         self.isolation = isolation
-        self.cuts_in = cuts_in  # shared windows past the ready gate and the turnstile (a warm-up beside the sweep)
+        # Shared windows past the ready gate and the turnstile (a warm-up beside the sweep): always, or once the
+        # question says so (asked while the window waits at the gate).
+        self.cuts_in = cuts_in
         self._approaching = False  # the turnstile held and the token shared, before an exclusive turn
         self._ready = False  # the ready gate held shared: ready for a turn (from approach until the turn)
         self._token = self._turnstile = self._gate = None
@@ -158,9 +168,12 @@ class DeviceToken:
             # checks after timing need not queue behind the next measurement (which waits for them).
             self.record["windows"][-1][1] = asked
             fcntl.flock(self._token, fcntl.LOCK_SH)
-        elif mode == SHARED and self.cuts_in:
+        elif mode == SHARED and self.cuts_in is True:
             self.release()
             fcntl.flock(self._token, fcntl.LOCK_SH)  # waits for the measurement in its turn, and for no queue
+        elif mode == SHARED and callable(self.cuts_in):
+            self.release()
+            self._shared_once_told(self.cuts_in)
         else:
             self.release()
             if mode == SHARED:
@@ -175,6 +188,24 @@ class DeviceToken:
             finally:
                 fcntl.flock(self._turnstile, fcntl.LOCK_UN)
         self._opened(asked, mode)
+
+    def _shared_once_told(self, told: Callable[[], bool]) -> None:
+        """Hold the token shared: as a newcomer does (the ready gate, the turnstile) while ``told()`` says no, asking
+        every ``TOLD_POLL_S`` as it waits at the gate; cutting in (the token alone) once it says yes."""
+        while not told():
+            try:
+                fcntl.flock(self._gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # a measurement is ready
+                time.sleep(TOLD_POLL_S)
+                continue
+            fcntl.flock(self._gate, fcntl.LOCK_UN)
+            fcntl.flock(self._turnstile, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(self._token, fcntl.LOCK_SH)
+            finally:
+                fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+            return
+        fcntl.flock(self._token, fcntl.LOCK_SH)
 
     def approach(self) -> None:
         """Queue for the exclusive turn, holding the token shared meanwhile: the turnstile is taken (no holder

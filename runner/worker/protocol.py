@@ -44,6 +44,10 @@ RESULT_FILE = "result.json"
 SAMPLES_FILE = "samples.json"
 # A warm-up beside the sweep: its token windows and compile windows (runner/worker/warmup.py).
 WARMUP_RECORD_FILE = "warmup.json"
+# A warm-up beside the sweep whose job says ``"warmup_cut_in": "told"``: the orchestrator writes this file into its
+# ``out/`` once the sweep needs it soon, and from then on its windows cut in (runner/warmup_beside.py). A worker
+# from before the field cuts in always.
+CUT_IN_FILE = "cut_in"
 STAGE_FILE = "stage"
 # Written by the worker as it takes its job, before any device work (the stage marker waits for the device's
 # token): the orchestrator's memory admission counts the evaluation's promise from it (runner/gpu/memory_admission.py).

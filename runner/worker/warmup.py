@@ -5,10 +5,12 @@ Ahead of the sweep (``warmup_beside`` false) the orchestrator holds the device's
 warm-up and the job takes none. Beside the sweep (``runner/warmup_beside.py``) the job holds the token shared for
 its device work (weights, inputs, the compiled kernels' first runs and Triton's autotuning, which run after the
 compile) in windows that cut in (``DeviceToken(cuts_in=True)``: each waits for the measurement in its turn, not for
-the queue of ready ones). It lets go of the token from the start of each Dynamo compilation (tracing, Inductor,
-Triton's compiler: host work) to its end, when it asks for it again; the process runs at the lowest CPU priority
-(``BESIDE_NICE``). It writes its token windows and compile windows to ``WARMUP_RECORD_FILE``. Where Dynamo has no
-compile callbacks the token stays held throughout (correct, slower).
+the queue of ready ones; where the job says ``"warmup_cut_in": "told"``, only once the orchestrator has written
+``CUT_IN_FILE`` into its ``out/``, and before that at the ready gate as an evaluation's first phase). It lets go of
+the token from the start of each Dynamo compilation (tracing, Inductor, Triton's compiler: host work) to its end,
+when it asks for it again; the process runs at the lowest CPU priority (``BESIDE_NICE``). It writes its token
+windows and compile windows to ``WARMUP_RECORD_FILE``. Where Dynamo has no compile callbacks the token stays held
+throughout (correct, slower).
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ import torch
 
 from runner.worker.device_token import SHARED, TOKEN_ENV, DeviceToken
 from runner.worker.loading import build_model, import_file, make_inputs
-from runner.worker.protocol import CANDIDATE_FILE, OUT_DIR, TASK_FILE, WARMUP_RECORD_FILE, write_json_atomic
+from runner.worker.protocol import (
+    CANDIDATE_FILE,
+    CUT_IN_FILE,
+    OUT_DIR,
+    TASK_FILE,
+    WARMUP_RECORD_FILE,
+    write_json_atomic,
+)
 
 # os.nice's increment for a warm-up beside the sweep: the most Linux allows (19), so the measurements' processes
 # and the other evaluations get a core first.
@@ -41,9 +50,11 @@ def warm_up(job: dict, job_dir: Path, trial_seed) -> int:
     compiles: list[list[float]] = []
     reference_module = import_file(job_dir / TASK_FILE, "kbench_task")
     candidate_module = import_file(job_dir / CANDIDATE_FILE, "kbench_candidate")
+    told = job_dir / OUT_DIR / CUT_IN_FILE
+    cuts_in = told.exists if job.get("warmup_cut_in", "always") == "told" else True
     try:
         with (
-            DeviceToken(os.environ.get(TOKEN_ENV) if beside else None, token_record, cuts_in=True) as token,
+            DeviceToken(os.environ.get(TOKEN_ENV) if beside else None, token_record, cuts_in=cuts_in) as token,
             compiling_off_the_token(token, compiles),
             torch.no_grad(),
         ):
