@@ -181,13 +181,17 @@ class DeviceToken:
                 # the gate is let go at once: it only waits, it holds nothing out.
                 fcntl.flock(self._gate, fcntl.LOCK_EX)
                 fcntl.flock(self._gate, fcntl.LOCK_UN)
-            # Never taken while the token is held, so the turnstile's holder only ever waits for the token.
-            fcntl.flock(self._turnstile, fcntl.LOCK_EX)
-            try:
-                fcntl.flock(self._token, fcntl.LOCK_EX if mode == EXCLUSIVE else fcntl.LOCK_SH)
-            finally:
-                fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+            self._through_turnstile(fcntl.LOCK_EX if mode == EXCLUSIVE else fcntl.LOCK_SH)
         self._opened(asked, mode)
+
+    def _through_turnstile(self, lock: int) -> None:
+        """Take the token with flock's ``lock`` by way of the turnstile, let go of once the token is held. Never
+        taken while the token is held, so the turnstile's holder only ever waits for the token."""
+        fcntl.flock(self._turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self._token, lock)
+        finally:
+            fcntl.flock(self._turnstile, fcntl.LOCK_UN)
 
     def _shared_once_told(self, told: Callable[[], bool]) -> None:
         """Hold the token shared: as a newcomer does (the ready gate, the turnstile) while ``told()`` says no, asking
@@ -199,11 +203,7 @@ class DeviceToken:
                 time.sleep(TOLD_POLL_S)
                 continue
             fcntl.flock(self._gate, fcntl.LOCK_UN)
-            fcntl.flock(self._turnstile, fcntl.LOCK_EX)
-            try:
-                fcntl.flock(self._token, fcntl.LOCK_SH)
-            finally:
-                fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+            self._through_turnstile(fcntl.LOCK_SH)
             return
         fcntl.flock(self._token, fcntl.LOCK_SH)
 
