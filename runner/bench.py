@@ -27,6 +27,7 @@ Each prints one JSON object; BENCHMARKS.md records them with the command, machin
 
 from __future__ import annotations
 
+import bisect
 import inspect
 import json
 import math
@@ -69,7 +70,7 @@ def duty(run_dir: Path) -> dict:
     measured = sum(r.timing.measured_s for _, r in results if r.timing)
     wall = float(manifest.get("wall_s") or 0.0)
     setup = float(manifest.get("setup_s") or 0.0)
-    # Per lane, each result's task, windows and states apart (a warm-up's: no states).
+    # Per lane, each result's task, windows and states apart (a warm-up's: whether its windows cut in).
     lane_results: dict[str, list] = {}
     for _, r in results:
         record = r.environment.get("device_token", {})
@@ -79,7 +80,7 @@ def duty(run_dir: Path) -> dict:
     for line in warmup_windows(run_dir):  # a warm-up beside the sweep: its windows are device phases of its lane
         record = line.get("token") or {}
         if "path" in record:
-            entry = (f"{WARMUP_TASK}{line['eval_id']}", token_windows(record), None)
+            entry = (f"{WARMUP_TASK}{line['eval_id']}", token_windows(record), warmup_states(line))
             lane_results.setdefault(record["path"], []).append(entry)
     lanes = {
         path: [window for _, windows, _ in per_result for window in windows]
@@ -178,7 +179,15 @@ def between_turns(lanes, slots: int | None = None) -> dict:
     for memory or its worker, the lane had nothing ready); ``slots_s``, the lane's slots' seconds in each state
     during the gaps, all evaluations together, and ``no_evaluation`` for slots that held none (the sweep held
     back, or nothing left to take); ``warmup_windows_s``, the gaps' seconds during which a warm-up beside the sweep
-    held the token."""
+    held the token.
+
+    Whom the measurement that ended each gap waited for once it had asked for its turn (``waited_for_turn``: from
+    the end of its approach, or the gap's start, to its turn): ``held_by_s``, the seconds some other window was open
+    meanwhile, per kind of window (the state of its holder as it opened: another evaluation's ``first_phase``,
+    ``approach`` or ``checks_after_timing``, or a warm-up's ``WARMUP_GATED`` / ``WARMUP_CUTTING_IN``), and
+    ``nobody`` for the seconds none was (the lock's own hand-over); ``ended_by``, per kind, how many waits the
+    last window to close was of that kind, and their seconds (bA, H200, torch_compile cold: 69 of 101 waits ended
+    with a warm-up's window that cut in: BENCHMARKS.md, fortieth session)."""
     hand_overs: list[float] = []
     longer: list[float] = []
     members: list[int] = []
@@ -186,6 +195,9 @@ def between_turns(lanes, slots: int | None = None) -> dict:
     next_measured: dict[str, float] = {}
     slot_seconds: dict[str, float] = {}
     warmup_seconds = 0.0
+    waits: list[float] = []
+    held_by: dict[str, float] = {}
+    ended_by: dict[str, dict] = {}
     for results in lanes:
         turns = sorted(
             (start, end, k)
@@ -193,7 +205,18 @@ def between_turns(lanes, slots: int | None = None) -> dict:
             for start, end, mode in windows
             if mode == EXCLUSIVE
         )
-        firsts = [(task, *windows[0][:2]) for task, windows, _ in results if windows and windows[0][2] != EXCLUSIVE]
+        firsts = [
+            (task, *windows[0][:2])
+            for task, windows, _ in results
+            if windows and windows[0][2] != EXCLUSIVE and not task.startswith(WARMUP_TASK)
+        ]
+        # Every window but the turns, with its holder and its kind (the holder's state as it opened).
+        opened = [
+            (start, end, k, state_at(states, start) if states else UNKNOWN_STATE)
+            for k, (_, windows, states) in enumerate(results)
+            for start, end, mode in windows
+            if mode != EXCLUSIVE
+        ]
         warmups = [window[:2] for task, windows, _ in results if task.startswith(WARMUP_TASK) for window in windows]
         ended = turns[0][1] if turns else 0.0  # the latest end so far: a turn inside another (clashing) leaves no gap
         for start, end, owner in turns[1:]:
@@ -218,9 +241,28 @@ def between_turns(lanes, slots: int | None = None) -> dict:
                 beyond_second.append(
                     {"task": task, "gap_s": start - gap_from, "window_s": slowest, "next_slowest_s": second}
                 )
-            owner_states = results[owner][2]
+            owner_windows, owner_states = results[owner][1], results[owner][2]
             if owner_states:
                 _add_seconds(next_measured, seconds_in_states(owner_states, gap_from, start))
+            asked = max([gap_from] + [end for _, end, mode in owner_windows if mode != EXCLUSIVE and end <= start])
+            waits.append(start - asked)
+            holders = [
+                (max(a, asked), min(b, start), kind)
+                for a, b, k, kind in opened
+                if k != owner and a < start and b > asked
+            ]
+            for kind in {kind for _, _, kind in holders}:
+                held_by[kind] = held_by.get(kind, 0.0) + _union_seconds(
+                    [(a, b) for a, b, held in holders if held == kind]
+                )
+            held_by["nobody"] = (
+                held_by.get("nobody", 0.0) + (start - asked) - _union_seconds([(a, b) for a, b, _ in holders])
+            )
+            if holders:
+                last = max(holders, key=lambda holder: holder[1])[2]
+                tally = ended_by.setdefault(last, {"n": 0, "s": 0.0})
+                tally["n"] += 1
+                tally["s"] += start - asked
             for _, _, states in results:
                 if states:
                     in_slot = seconds_in_states(states, gap_from, start)
@@ -245,6 +287,7 @@ def between_turns(lanes, slots: int | None = None) -> dict:
             "next_measured_s": next_measured,
             "slots_s": slot_seconds,
             "warmup_windows_s": warmup_seconds,
+            "waited_for_turn": {"s": sum(waits), "held_by_s": held_by, "ended_by": ended_by},
         },
     }
 
@@ -318,6 +361,34 @@ def seconds_in_states(states: list[tuple[float, str]], start: float, end: float)
         if overlap > 0:
             seconds[state] = seconds.get(state, 0.0) + overlap
     return seconds
+
+
+def state_at(states: list[tuple[float, str]], when: float) -> str:
+    """The state (``evaluation_states``, ``warmup_states``) an evaluation or warm-up was in at ``when``: of two
+    entries at that time, the later."""
+    k = bisect.bisect_right([at for at, _ in states], when)
+    return states[k - 1][1] if k else NOT_IN_A_SLOT
+
+
+# A warm-up beside the sweep's states (``warmup_states``): its windows waiting at the ready gate (``executor.
+# warmup_cut_in_within``, before the sweep told it), or cutting in; a window's kind is the state it opened in.
+WARMUP_GATED = "warm_up_at_the_gate"
+WARMUP_CUTTING_IN = "warm_up_cutting_in"
+# The kind of a window whose holder left no states (a result without its slot's marks).
+UNKNOWN_STATE = "unknown"
+
+
+def warmup_states(line: dict) -> list[tuple[float, str]]:
+    """A warm-up's states from its line in ``WARMUP_LOG``: cutting in from its start where every warm-up did (no
+    ``cut_in_told``), else at the gate until told (never, where it ended first), then cutting in."""
+    started, ended = float(line["started"]), float(line["ended"])
+    if "cut_in_told" not in line:
+        return [(started, WARMUP_CUTTING_IN), (ended, DONE)]
+    told = line["cut_in_told"]
+    states = [(started, WARMUP_GATED)]
+    if told is not None and told < ended:
+        states.append((max(started, float(told)), WARMUP_CUTTING_IN))
+    return [*states, (ended, DONE)]
 
 
 def _add_seconds(totals: dict[str, float], seconds: dict[str, float]) -> None:

@@ -491,15 +491,17 @@ def _evaluation(taken, gated, admitted, started, windows, finished, read_after):
 def test_between_turns_says_what_each_longer_gap_waited_for():
     """Two slots: a measures, b waits for memory meanwhile and starts its first phase only after a's turn, so the
     gap between the turns is b's worker start, first phase and approach; the slots' seconds in the gap are a's end
-    and b's states, and the rest of them held no evaluation; a warm-up's windows in the gap are counted, clipped."""
-    from runner.bench import between_turns, evaluation_states
+    and b's states, and the rest of them held no evaluation; a warm-up's windows in the gap are counted, clipped;
+    once b had asked for its turn it waited for the warm-up's window that cut in, told to at 2.3 s."""
+    from runner.bench import WARMUP_CUTTING_IN, WARMUP_GATED, between_turns, evaluation_states, warmup_states
 
     shared, exclusive = "shared", "exclusive"
     a = _evaluation(0.0, 0.05, 0.1, 0.2, [(0.3, 0.8, shared), (0.9, 1.0, shared), (1.0, 2.0, exclusive),
                                           (2.0, 2.05, shared)], 2.2, 2.3)  # fmt: skip
     b = _evaluation(0.0, 0.05, 1.5, 1.6, [(2.05, 2.5, shared), (2.5, 2.55, shared), (2.6, 3.6, exclusive),
                                           (3.6, 3.65, shared)], 3.8, 3.9)  # fmt: skip
-    warm_up = ("warm-up:x", [(1.5, 1.6, shared), (2.1, 2.2, shared), (2.5, 2.58, shared)], None)
+    told = {"started": 1.4, "ended": 2.7, "cut_in_told": 2.3}
+    warm_up = ("warm-up:x", [(1.5, 1.6, shared), (2.1, 2.2, shared), (2.5, 2.58, shared)], warmup_states(told))
     lane = [(name, windows, evaluation_states(result, windows)) for name, (result, windows) in (("a", a), ("b", b))]
     figures = between_turns([[*lane, warm_up]], slots=2)["longer"]
     assert figures["n"] == 1 and figures["s"] == pytest.approx(0.6)
@@ -514,6 +516,17 @@ def test_between_turns_says_what_each_longer_gap_waited_for():
         "no_evaluation": pytest.approx(0.3),
     }  # fmt: skip
     assert figures["warmup_windows_s"] == pytest.approx(0.18)
+    # b asked at its approach's end (2.55) and its turn began at 2.6: the warm-up's window (to 2.58) was open for
+    # 0.03 s of the wait and closed last; the lock's hand-over took the rest.
+    waited = figures["waited_for_turn"]
+    assert waited["s"] == pytest.approx(0.05)
+    assert waited["held_by_s"] == {WARMUP_CUTTING_IN: pytest.approx(0.03), "nobody": pytest.approx(0.02)}
+    assert waited["ended_by"] == {WARMUP_CUTTING_IN: {"n": 1, "s": pytest.approx(0.05)}}
+    # A warm-up's states: at the gate until told; told never (it ended first), at the gate throughout; where every
+    # warm-up cut in (no ``cut_in_told``), cutting in from its start.
+    assert warmup_states(told) == [(1.4, WARMUP_GATED), (2.3, WARMUP_CUTTING_IN), (2.7, "done")]
+    assert warmup_states({**told, "cut_in_told": None}) == [(1.4, WARMUP_GATED), (2.7, "done")]
+    assert warmup_states({"started": 1.4, "ended": 2.7}) == [(1.4, WARMUP_CUTTING_IN), (2.7, "done")]
     # Before its slot took it, b was in no slot; a mark read on another clock before the last counts from it.
     states = evaluation_states(b[0], b[1])
     assert states[0] == (0.0, "prepare_and_health_gate") and states[-1] == (3.9, "done")
