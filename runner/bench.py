@@ -292,19 +292,22 @@ def between_turns(lanes, slots: int | None = None) -> dict:
     }
 
 
-# The task name under which ``duty`` files a warm-up beside the sweep's windows in its lane.
-WARMUP_TASK = "warm-up:"
-
-# An evaluation's states in the order they come (``evaluation_states``): those of ``SLOT_STATES`` hold one of the
-# lane's slots (``executor.in_flight``). Before its slot took it, an evaluation is ``not_in_a_slot``; once its slot
-# has read the GPU after it, ``done``.
-NOT_IN_A_SLOT = "not_in_a_slot"
-DONE = "done"
-SLOT_STATES = (
-    "prepare_and_health_gate",  # the job's directory written, the GPU's health read (and waited for)
-    "memory_admission",  # waiting until the GPU's memory admits it (``memory_admission.py``)
-    "first_try",  # a first try that ran out of memory, inside the admission's step
-    "worker_start",  # the executor handing the job to a worker (a spare, or a fresh process or container)
+# The steps of an evaluation's slot (``environment.lane.slot``, runner/orchestrator.py), in order: each part
+# runs from its start mark to the next mark. The worker's own start and end come from the result. ``slot_parts``
+# sums them; ``evaluation_states`` names its states after them, the worker's split further.
+_SLOT_STEPS = (
+    ("prepare", "taken", "prepared"),  # the job's directory written
+    ("health_gate", "prepared", "gated"),  # the GPU's health read (and waited for)
+    ("memory_admission", "gated", "admitted"),  # waiting until the GPU's memory admits it (``memory_admission.py``)
+    ("worker_start", "admitted", "started_at"),  # the executor handing the job to a worker (a spare, or a fresh one)
+    ("worker", "started_at", "finished_at"),
+    ("worker_end", "finished_at", "ran"),  # the worker's process or container ending
+    ("collect", "ran", "collected"),  # its result read
+    ("read_gpu_after", "collected", "read_after"),
+)
+_WORKER_STEP = "worker"
+# The worker's part of the slot, in ``evaluation_states``'s terms, in the order they come.
+_WORKER_STATES = (
     "before_first_phase",  # the static screen, the preload, waiting at the ready gate for the token
     "first_phase",  # its first window: reference outputs, the candidate's import and correctness, timing set-up
     "ready",  # ready for its turn, queued behind other ready measurements (the turnstile)
@@ -313,7 +316,24 @@ SLOT_STATES = (
     "turn",  # its measurement, the token exclusive
     "checks_after_timing",  # a window after the turn
     "after_device_work",  # between windows after the turn, or after the last: the worker writing its files
-    "worker_end_and_collect",  # the worker ended, its result collected, the GPU read after it
+)
+# A first try that ran out of memory, inside the admission's step (``slot.first_try``).
+FIRST_TRY = "first_try"
+
+# The task name under which ``duty`` files a warm-up beside the sweep's windows in its lane.
+WARMUP_TASK = "warm-up:"
+
+# An evaluation's states in the order they come (``evaluation_states``): those of ``SLOT_STATES`` hold one of the
+# lane's slots (``executor.in_flight``). Before its slot took it, an evaluation is ``not_in_a_slot``; once its slot
+# has read the GPU after it, ``done``.
+NOT_IN_A_SLOT = "not_in_a_slot"
+DONE = "done"
+SLOT_STATES = tuple(
+    state
+    for name, _, _ in _SLOT_STEPS
+    for state in (
+        _WORKER_STATES if name == _WORKER_STEP else (name, FIRST_TRY) if name == "memory_admission" else (name,)
+    )
 )
 
 
@@ -325,11 +345,27 @@ def evaluation_states(result, windows: list) -> list[tuple[float, str]] | None:
     slot = result.environment.get("lane", {}).get("slot")
     if not slot or "read_after" not in slot or not result.started_at or not result.finished_at:
         return None
-    marks = [(slot["taken"], "prepare_and_health_gate"), (slot["gated"], "memory_admission")]
-    first = slot.get("first_try")
-    if first:
-        marks += [(first["admitted"], "first_try"), (first["ran"], "memory_admission")]
-    marks += [(slot["admitted"], "worker_start"), (result.started_at, "before_first_phase")]
+    at = {**slot, "started_at": result.started_at, "finished_at": result.finished_at}
+    first = slot.get(FIRST_TRY)
+    marks = []
+    for name, start, _ in _SLOT_STEPS:
+        if name == _WORKER_STEP:
+            marks += [(result.started_at, "before_first_phase"), *_window_marks(windows)]
+        elif start in at:  # a mark the slot lacks: the state before it lasts
+            marks.append((at[start], name))
+        if name == "memory_admission" and first:
+            marks += [(first["admitted"], FIRST_TRY), (first["ran"], name)]
+    marks.append((slot["read_after"], DONE))
+    states, latest = [], float("-inf")
+    for when, state in marks:
+        latest = max(latest, when)
+        states.append((latest, state))
+    return states
+
+
+def _window_marks(windows: list) -> list[tuple[float, str]]:
+    """The states the worker's token ``windows`` mark (``_WORKER_STATES``): each window's start and end."""
+    marks = []
     turn = next((k for k, (_, _, mode) in enumerate(windows) if mode == EXCLUSIVE), None)
     for k, (start, end, _) in enumerate(windows):
         if k == turn:
@@ -343,12 +379,7 @@ def evaluation_states(result, windows: list) -> list[tuple[float, str]] | None:
         else:
             after = "after_device_work"
         marks += [(start, during), (end, after)]
-    marks += [(result.finished_at, "worker_end_and_collect"), (slot["read_after"], DONE)]
-    states, latest = [], float("-inf")
-    for when, state in marks:
-        latest = max(latest, when)
-        states.append((latest, state))
-    return states
+    return marks
 
 
 def seconds_in_states(states: list[tuple[float, str]], start: float, end: float) -> dict[str, float]:
@@ -394,20 +425,6 @@ def warmup_states(line: dict) -> list[tuple[float, str]]:
 def _add_seconds(totals: dict[str, float], seconds: dict[str, float]) -> None:
     for state, value in seconds.items():
         totals[state] = totals.get(state, 0.0) + value
-
-
-# The steps of an evaluation's slot (``environment.lane.slot``, runner/orchestrator.py), in order: each part
-# runs from its start mark to the next mark. The worker's own start and end come from the result.
-_SLOT_STEPS = (
-    ("prepare", "taken", "prepared"),
-    ("health_gate", "prepared", "gated"),
-    ("memory_admission", "gated", "admitted"),
-    ("worker_start", "admitted", "started_at"),
-    ("worker", "started_at", "finished_at"),
-    ("worker_end", "finished_at", "ran"),
-    ("collect", "ran", "collected"),
-    ("read_gpu_after", "collected", "read_after"),
-)
 
 
 def turn_parts(sampled: list) -> dict | None:
@@ -482,7 +499,7 @@ def slot_parts(results) -> dict | None:
     out of measurements to take when too many wait (BENCHMARKS.md, fifteenth session). A second try's
     first (``first_try``) is a part of its own. Results never dispatched (no candidate) have no slot; None
     where no result has one (runs from before the fifteenth session)."""
-    parts = dict.fromkeys([name for name, _, _ in _SLOT_STEPS] + ["first_try"], 0.0)
+    parts = dict.fromkeys([name for name, _, _ in _SLOT_STEPS] + [FIRST_TRY], 0.0)
     seen = False
     for _, result in results:
         slot = result.environment.get("lane", {}).get("slot")
@@ -492,9 +509,9 @@ def slot_parts(results) -> dict | None:
         marks = {**slot, "started_at": result.started_at, "finished_at": result.finished_at}
         for name, start, end in _SLOT_STEPS:
             parts[name] += marks[end] - marks[start]
-        first = slot.get("first_try")
+        first = slot.get(FIRST_TRY)
         if first:  # inside the admission step's span: its own part
-            parts["first_try"] += first["ran"] - first["admitted"]
+            parts[FIRST_TRY] += first["ran"] - first["admitted"]
             parts["memory_admission"] -= first["ran"] - first["admitted"]
     return parts if seen else None
 

@@ -511,7 +511,7 @@ def test_between_turns_says_what_each_longer_gap_waited_for():
     }  # fmt: skip
     assert figures["slots_s"] == {
         "checks_after_timing": pytest.approx(0.05), "after_device_work": pytest.approx(0.15),
-        "worker_end_and_collect": pytest.approx(0.1), "before_first_phase": pytest.approx(0.05),
+        "worker_end": pytest.approx(0.1), "before_first_phase": pytest.approx(0.05),
         "first_phase": pytest.approx(0.45), "approach": pytest.approx(0.05), "waiting_for_turn": pytest.approx(0.05),
         "no_evaluation": pytest.approx(0.3),
     }  # fmt: skip
@@ -529,12 +529,37 @@ def test_between_turns_says_what_each_longer_gap_waited_for():
     assert warmup_states({"started": 1.4, "ended": 2.7}) == [(1.4, WARMUP_CUTTING_IN), (2.7, "done")]
     # Before its slot took it, b was in no slot; a mark read on another clock before the last counts from it.
     states = evaluation_states(b[0], b[1])
-    assert states[0] == (0.0, "prepare_and_health_gate") and states[-1] == (3.9, "done")
+    assert states[0] == (0.0, "prepare") and states[-1] == (3.9, "done")
     assert [when for when, _ in states] == sorted(when for when, _ in states)
+    # Every mark of a slot, a first try that ran out of memory among them: its states follow the slot's steps
+    # (``slot_parts``), the worker's split by its windows, and add up to the same parts.
+    from types import SimpleNamespace
+
+    from runner.bench import seconds_in_states, slot_parts
+
+    marks = {"taken": 0.0, "prepared": 0.1, "gated": 0.2, "first_try": {"admitted": 0.3, "ran": 0.4}, "admitted": 0.5,
+             "ran": 2.1, "collected": 2.2, "read_after": 2.3}  # fmt: skip
+    full = SimpleNamespace(environment={"lane": {"slot": marks}}, started_at=0.6, finished_at=2.0)
+    windows = [(0.7, 0.8, shared), (0.9, 1.0, shared), (1.0, 1.5, exclusive), (1.5, 1.6, shared)]
+    states = evaluation_states(full, windows)
+    assert states == [
+        (0.0, "prepare"), (0.1, "health_gate"), (0.2, "memory_admission"), (0.3, "first_try"),
+        (0.4, "memory_admission"), (0.5, "worker_start"), (0.6, "before_first_phase"), (0.7, "first_phase"),
+        (0.8, "ready"), (0.9, "approach"), (1.0, "waiting_for_turn"), (1.0, "turn"), (1.5, "after_device_work"),
+        (1.5, "checks_after_timing"), (1.6, "after_device_work"), (2.0, "worker_end"), (2.1, "collect"),
+        (2.2, "read_gpu_after"), (2.3, "done"),
+    ]  # fmt: skip
+    in_states = seconds_in_states(states, 0.0, 2.3)
+    worker = ("before_first_phase", "first_phase", "ready", "approach", "turn", "checks_after_timing",
+              "after_device_work")  # fmt: skip
+    parts = slot_parts([(None, full)])
+    assert parts["worker"] == pytest.approx(sum(in_states.pop(state) for state in worker))
+    assert in_states == {name: pytest.approx(parts[name]) for name in in_states}
+    assert set(in_states) | {"worker"} == {name for name, seconds in parts.items() if seconds}
     late, _ = _evaluation(1.0, 1.05, 1.5, 1.4, [], 1.6, 1.7)  # the worker's start read 0.1 s before its admission
     assert evaluation_states(late, []) == [
-        (1.0, "prepare_and_health_gate"), (1.05, "memory_admission"), (1.5, "worker_start"),
-        (1.5, "before_first_phase"), (1.6, "worker_end_and_collect"), (1.7, "done"),
+        (1.0, "prepare"), (1.05, "memory_admission"), (1.5, "worker_start"),
+        (1.5, "before_first_phase"), (1.6, "worker_end"), (1.7, "done"),
     ]  # fmt: skip
 
 
