@@ -1010,3 +1010,32 @@ def test_placements_made_during_the_turn_lie_on_the_gpu_at_addresses_of_their_ow
     free, _ = torch.cuda.mem_get_info(cuda)
     monkeypatch.setattr(placements, "GROWN_FREE_RESERVE_BYTES", free + 1)
     assert maker(1) == [] and len(sets) == 4
+
+
+def test_a_warm_up_lets_go_of_the_token_only_once_its_queued_kernels_have_run(tmp_path):
+    """A warm-up beside the sweep lets go of the token when a compile starts (``runner/worker/warmup.py``): a kernel
+    it queued just before (about a second of GPU cycles, the host moving on at once) has run by then, so it cannot
+    run into the turn of the measurement that takes the token next."""
+    import torch
+
+    from runner.worker.device_token import SHARED, DeviceToken, create_token_files
+    from runner.worker.warmup import compiling_off_the_token, device_settled
+
+    idle_when_let_go: list[bool] = []
+
+    class Watched(DeviceToken):
+        def release(self) -> None:
+            if self.mode is not None:
+                idle_when_let_go.append(torch.cuda.current_stream().query())
+            super().release()
+
+    device = torch.device("cuda")
+    x = torch.ones(1024, device=device)
+    torch.cuda.synchronize()
+    with Watched(create_token_files(tmp_path / "gpu-0.work"), {}) as token:
+        with compiling_off_the_token(token, [], device_settled(device)):
+            token.hold(SHARED)
+            torch.cuda._sleep(2_000_000_000)
+            torch.compile(lambda t: t * 2 + 1, backend="eager", dynamic=False)(x)
+        torch.cuda.synchronize()
+    assert idle_when_let_go and idle_when_let_go[0] is True

@@ -111,3 +111,31 @@ def test_without_a_lead_every_warm_up_cuts_in_and_none_is_told(tmp_path: Path):
     waited.join(10)
     beside.close()
     assert all("cut_in_told" not in line for line in _log(tmp_path / "warmup.jsonl").values())
+
+
+def test_a_warm_up_lets_go_of_the_token_for_each_compile_only_once_its_queued_device_work_has_run(tmp_path: Path):
+    """The warm-up's worker (``runner/worker/warmup.py``) lets go of the token while Dynamo compiles. CUDA runs the
+    work queued before (weights, inputs, the last shape's kernels) after the host has moved on, so the worker first
+    waits for it (``settle``), the token still held: otherwise a measurement could take its turn beside it. Real
+    Dynamo compiles on the CPU (two shapes: two compiles) and a real token; ``settle`` notes the token's mode when
+    called (on a GPU it is ``torch.cuda.synchronize``: ``tests/test_gpu.py``)."""
+    import torch
+
+    from runner.worker.device_token import SHARED, DeviceToken, create_token_files
+    from runner.worker.warmup import compiling_off_the_token
+
+    record: dict = {}
+    compiles: list[list[float]] = []
+    mode_when_settled: list[str | None] = []
+    with DeviceToken(create_token_files(tmp_path / "gpu-0.work"), record) as token:
+        with compiling_off_the_token(token, compiles, lambda: mode_when_settled.append(token.mode)):
+            token.hold(SHARED)
+            compiled = torch.compile(lambda x: x * 2 + 1, backend="eager", dynamic=False)
+            compiled(torch.ones(3))
+            compiled(torch.ones(4))
+    assert mode_when_settled == [SHARED, SHARED]
+    assert len(compiles) == 2 and all(end is not None for _, end in compiles)
+    windows = record["windows"]
+    assert len(windows) == 3  # before the first compile, between the two, after the second
+    for (began, ended), before, after in zip(compiles, windows, windows[1:]):
+        assert before[1] <= began and ended <= after[0]

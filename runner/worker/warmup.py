@@ -8,8 +8,10 @@ compile) in windows that cut in (``DeviceToken(cuts_in=True)``: each waits for t
 the queue of ready ones; where the job says ``"warmup_cut_in": "told"``, only once the orchestrator has written
 ``CUT_IN_FILE`` into its ``out/``, and before that at the ready gate as an evaluation's first phase). It lets go of
 the token from the start of each Dynamo compilation (tracing, Inductor, Triton's compiler: host work) to its end,
-when it asks for it again; the process runs at the lowest CPU priority (``BESIDE_NICE``). It writes its token
-windows and compile windows to ``WARMUP_RECORD_FILE``. Where Dynamo has no compile callbacks the token stays held
+when it asks for it again; before it lets go, it waits for the device work it queued (weights, inputs, the last
+shape's kernels: CUDA runs them after the host has moved on), so none of it runs into a measurement's turn. The
+process runs at the lowest CPU priority (``BESIDE_NICE``). It writes its token windows and compile windows to
+``WARMUP_RECORD_FILE``. Where Dynamo has no compile callbacks the token stays held
 throughout (correct, slower).
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -55,7 +58,7 @@ def warm_up(job: dict, job_dir: Path, trial_seed) -> int:
     try:
         with (
             DeviceToken(os.environ.get(TOKEN_ENV) if beside else None, token_record, cuts_in=cuts_in) as token,
-            compiling_off_the_token(token, compiles),
+            compiling_off_the_token(token, compiles, device_settled(device)),
             torch.no_grad(),
         ):
             token.hold(SHARED)
@@ -82,16 +85,25 @@ def _compile_callbacks():
     return callback_handler
 
 
+def device_settled(device: torch.device) -> Callable[[], None]:
+    """What waits until the work this process queued on ``device`` has run (nothing to wait for off a GPU)."""
+    if device.type == "cuda":
+        return lambda: torch.cuda.synchronize(device)
+    return lambda: None
+
+
 @contextmanager
-def compiling_off_the_token(token: DeviceToken, compiles: list[list[float]]):
-    """For the block, each outermost Dynamo compilation lets go of ``token`` at its start and holds it shared
-    again at its end; ``compiles`` gets each one's [start, end] (epoch seconds)."""
+def compiling_off_the_token(token: DeviceToken, compiles: list[list[float]], settle: Callable[[], None]):
+    """For the block, each outermost Dynamo compilation lets go of ``token`` at its start, once ``settle`` has
+    returned (the device work queued so far has run: ``device_settled``), and holds it shared again at its end;
+    ``compiles`` gets each one's [start, end] (epoch seconds)."""
     handler = _compile_callbacks()
     if handler is None:
         yield
         return
 
     def started(*_):
+        settle()
         token.release()
         compiles.append([time.time(), None])
 
