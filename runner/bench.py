@@ -13,6 +13,8 @@
 - ``processes [--processes N] [--method M] TASK_OR_CATEGORY...``: each task's reference and method M's
   candidate timed in N fresh processes: how far apart the processes' speedups (and each side's medians) lie
   against one speedup's noise (``runner/process_modes.py``).
+- ``autotune CACHE_A CACHE_B``: two compile caches (``executor.compile_cache_dir``) of the same candidates: the
+  kernels whose autotuning chose differently (``runner/analysis/autotune.py``).
 - ``ncu PROFILE.csv RUN``: kernel time from Nsight Compute (``gpu__time_duration.sum`` summed
   per task over one call) against the reference's median time in the run.
 
@@ -36,6 +38,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from runner.analysis.autotune import NotACache
+from runner.analysis.autotune import compare as autotune_choices
 from runner.analysis.disturbances import disturbances
 from runner.analysis.records import job_results
 from runner.warmup_beside import warmup_windows
@@ -808,6 +812,7 @@ def main(argv: list[str]) -> int:
         "duty": duty,
         "accuracy": _accuracy,
         "disturbed": disturbances,
+        "autotune": autotune_choices,
     }
     if not argv or argv[0] not in commands:
         print(
@@ -836,7 +841,7 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         figures = commands[argv[0]](*paths, **keywords)
-    except BadInput as exc:
+    except (BadInput, NotACache) as exc:
         print(f"kbench bench {argv[0]}: {exc}", file=sys.stderr)
         return 2
     except CommandFailed as exc:
