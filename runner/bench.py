@@ -267,8 +267,8 @@ def between_turns(lanes, slots: int | None = None) -> dict:
                 tally = ended_by.setdefault(last, {"n": 0, "s": 0.0})
                 tally["n"] += 1
                 tally["s"] += start - asked
-            for _, _, states in results:
-                if states:
+            for task, _, states in results:
+                if states and not task.startswith(WARMUP_TASK):  # a warm-up holds no slot
                     in_slot = seconds_in_states(states, gap_from, start)
                     _add_seconds(slot_seconds, {state: s for state, s in in_slot.items() if state in SLOT_STATES})
             warmup_seconds += _union_seconds(

@@ -55,10 +55,11 @@ def warm_up(job: dict, job_dir: Path, trial_seed) -> int:
     candidate_module = import_file(job_dir / CANDIDATE_FILE, "kbench_candidate")
     told = job_dir / OUT_DIR / CUT_IN_FILE
     cuts_in = told.exists if job.get("warmup_cut_in", "always") == "told" else True
+    settle = device_settled(device)
     try:
         with (
             DeviceToken(os.environ.get(TOKEN_ENV) if beside else None, token_record, cuts_in=cuts_in) as token,
-            compiling_off_the_token(token, compiles, device_settled(device)),
+            compiling_off_the_token(token, compiles, settle),
             torch.no_grad(),
         ):
             token.hold(SHARED)
@@ -66,8 +67,7 @@ def warm_up(job: dict, job_dir: Path, trial_seed) -> int:
                 dims = task["shapes"][shape_name]
                 model = build_model(candidate_module.ModelNew, reference_module, dims, device, seed)
                 model(*make_inputs(reference_module, dims, device, trial_seed(seed, 0)))
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+            settle()  # the last shape's kernels have run before the token is let go
     finally:
         if beside:
             write_json_atomic(job_dir / OUT_DIR / WARMUP_RECORD_FILE, {"token": token_record, "compiles": compiles})
