@@ -38,7 +38,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from runner.analysis.autotune import NotACache
+from runner.analysis.autotune import AUTOTUNING_STATES, NotACache, kernels_alike, kernels_differing, ran_configs
 from runner.analysis.autotune import compare as autotune_choices
 from runner.analysis.disturbances import disturbances
 from runner.analysis.records import job_results
@@ -573,7 +573,8 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
                 timing = result.timing
                 medians = (timing.reference.median_ms, timing.candidate.median_ms)
                 noise = math.hypot(timing.ratio_noise, timing.placement_noise or 0.0)
-                out[key] = (job["task"]["level"], timing.speedup, noise, medians, timing.placement_spread)
+                kernels = ran_configs(result.autotuning)
+                out[key] = (job["task"]["level"], timing.speedup, noise, medians, timing.placement_spread, kernels)
         return out
 
     paired: dict[tuple[str, str], tuple] = {}
@@ -587,9 +588,10 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
     beyond_floor: dict[str, list[float]] = {}
     moved = []
     for key in sorted(paired):
-        (level, first, first_noise, first_ms, first_spread), (_, second, second_noise, second_ms, second_spread) = (
-            paired[key]
-        )
+        (
+            (level, first, first_noise, first_ms, first_spread, first_ran),
+            (_, second, second_noise, second_ms, second_spread, second_ran),
+        ) = paired[key]
         group = f"{key[0]}, {'blocks (level 3)' if level >= 3 else 'ops and fusions (levels 1-2)'}"
         delta = abs(first / second - 1)
         deltas.setdefault(group, []).append(delta)
@@ -606,7 +608,12 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
             "reference_moved_pct": 100 * (second_ms[0] / first_ms[0] - 1),
             "candidate_moved_pct": 100 * (second_ms[1] / first_ms[1] - 1),
             "z": delta / noise if noise > 0 else math.inf,
+            # Whether both runs' candidates ran their kernels with the same configs (AUTOTUNING_STATES); where they
+            # did not, which kernels differed.
+            "autotuning": kernels_alike(first_ran, second_ran),
         }
+        if row["autotuning"] == "different":
+            row["kernels_differing"] = kernels_differing(first_ran, second_ran)
         if floors:
             row["process_floor_pct"] = floor = floor_of.get(key)
             beyond_floor.setdefault(group, []).append(max(0.0, delta - (floor or 0.0) / 100))
@@ -621,6 +628,8 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
             "z_over_2": len(beyond),
             "z_over_2_pct": 100 * len(beyond) / len(moved) if moved else None,
         },
+        # How many pairs ran their autotuned kernels alike (runner/worker/autotuning.py): two cold compiles may not.
+        "autotuning": {state: sum(row["autotuning"] == state for row in moved) for state in AUTOTUNING_STATES},
         # Which tasks moved most: a quantile over the target is a question about these.
         "largest": sorted(moved, key=lambda row: -row["abs_delta_pct"])[:_LARGEST],
         "duty": [duty(run) for run in runs],

@@ -1039,3 +1039,68 @@ def test_a_warm_up_lets_go_of_the_token_only_once_its_queued_kernels_have_run(tm
             torch.compile(lambda t: t * 2 + 1, backend="eager", dynamic=False)(x)
         torch.cuda.synchronize()
     assert idle_when_let_go and idle_when_let_go[0] is True
+
+
+def test_the_result_names_the_configs_the_candidates_autotuned_kernels_ran(tmp_path):
+    """torch_compile over two tasks, twice on one compile cache: each evaluation names its Inductor kernels and the
+    config each ran; in the second run every choice is one the first made (``hit``, read from the cache), and
+    ``repeat`` finds the pairs alike. A candidate's own ``@triton.autotune`` kernel, called on the GPU, records the
+    config Triton chose for the key it was called with (runner/worker/autotuning.py)."""
+    from runner.bench import repeat
+    from runner.worker.evaluate import evaluate
+    from runner.worker.protocol import TimingSettings
+    from tests.conftest import DOUBLING_TASK, in_process_job
+
+    runs = []
+    for name in ("at-a", "at-b"):
+        proc = kbench(
+            "run",
+            HARDWARE,
+            "suite=full",
+            "suite.tasks=[gelu_tanh,softmax_attn_scores_fp32]",
+            "method=torch_compile",
+            "tracking=off",
+            f"run.name={name}",
+            "executor=local",
+            f"executor.compile_cache_dir={tmp_path / 'cc'}",
+            *FAST_TIMING,
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (run_dir,) = (tmp_path / "runs").glob(f"*-{name}-*")
+        runs.append(run_dir)
+    for run_dir, found in zip(runs, ({"hit", "miss", "only 1 config"}, {"hit", "only 1 config"})):
+        for record in result_records(run_dir).values():
+            assert record["verdict"]["status"] == "correct", record["verdict"]
+            kernels = record["autotuning"]["kernels"]
+            assert kernels and all(k["kind"] == "inductor" and k["ran"] and k["source"] for k in kernels), kernels
+            assert {k["found_by"] for k in kernels} <= found
+    figures = repeat(*runs)
+    assert figures["autotuning"]["same"] == 2, figures["largest"]
+
+    candidate = DOUBLING_TASK.replace("class Model(", "class ModelNew(").replace(
+        "        return x * 2.0",
+        "        out = torch.empty_like(x)\n"
+        "        scale[lambda meta: (triton.cdiv(x.numel(), meta['BLOCK']),)](x, out, x.numel())\n"
+        "        return out",
+    ) + (
+        "\nimport triton\nimport triton.language as tl\n\n\n"
+        "@triton.autotune(configs=[triton.Config({'BLOCK': 64}, num_warps=2), triton.Config({'BLOCK': 1024}, num_warps=4)],"
+        " key=['n'])\n@triton.jit\ndef scale(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) * 2.0, mask=offsets < n)\n"
+    )
+    job_dir = tmp_path / "in_process"
+    job_dir.mkdir()
+    shapes = {"small": {"n": 4096}, "perf": {"n": 1 << 22}}
+    job = in_process_job(job_dir, DOUBLING_TASK, candidate, "double", shapes, TimingSettings(batch=2))
+    job["device"] = "cuda"
+    result = evaluate(job, job_dir)
+    assert result.verdict.status == "correct", result.verdict
+    (scale,) = [k for k in result.autotuning["kernels"] if k["kind"] == "triton.autotune"]
+    assert scale["kernel"] == "scale" and scale["configs"] == 2 and len(scale["ran"]) >= 1
+    for chosen in scale["ran"].values():
+        assert chosen in (
+            {"BLOCK": 64, "num_warps": 2, "num_stages": 3},
+            {"BLOCK": 1024, "num_warps": 4, "num_stages": 3},
+        )

@@ -57,3 +57,31 @@ def compare(cache_a: Path, cache_b: Path) -> dict:
         "different": len(different),
         "differences": [{"file": key, "first": a[key], "second": b[key]} for key in different[:LISTED]],
     }
+
+
+def ran_configs(record: dict | None) -> dict[str, object] | None:
+    """What each autotuned kernel of a result's ``autotuning`` (``runner/worker/autotuning.py``) ran, by kernel (its
+    kind, name and source hash): two evaluations of the same candidate ran its kernels alike where these are equal.
+    None where the result has no record (one written before it was kept, or whose worker did not get that far)."""
+    if not record or "kernels" not in record:
+        return None
+    return {f"{k['kind']}:{k['kernel']}:{k.get('source', '')}": k["ran"] for k in record["kernels"]}
+
+
+# How two evaluations of one candidate ran its kernels (``kernels_alike``): the same configs, different ones, no
+# kernel with configs in either (eager PyTorch, C++ from Inductor on the CPU), or a result without the record.
+AUTOTUNING_STATES = ("same", "different", "no kernels", "not recorded")
+
+
+def kernels_alike(first: dict | None, second: dict | None) -> str:
+    """One of ``AUTOTUNING_STATES`` for two ``ran_configs``."""
+    if first is None or second is None:
+        return "not recorded"
+    if not first and not second:
+        return "no kernels"
+    return "same" if first == second else "different"
+
+
+def kernels_differing(first: dict, second: dict) -> list[str]:
+    """The kernels two ``ran_configs`` ran differently, or that only one of them ran."""
+    return sorted(key for key in set(first) | set(second) if first.get(key, ...) != second.get(key, ...))

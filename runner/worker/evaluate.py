@@ -35,6 +35,7 @@ import torch
 
 from runner.analysis.roofline import roofline_for
 from runner.static_check import StaticReport, screen_candidate
+from runner.worker.autotuning import autotuning_record
 from runner.worker.compare import queue_comparison
 from runner.worker.context_exit import ContextNotReset, reset_cuda_context
 from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, SHARED, TOKEN_ENV, WAIT_STAGE, DeviceToken
@@ -58,6 +59,7 @@ from runner.worker.preload import preload_reference_kernels
 from runner.worker.prewarm import spare_record, start_spare
 from runner.worker.protocol import (
     CANDIDATE_FILE,
+    CANDIDATE_MODULE,
     OUT_DIR,
     RESULT_FILE,
     SAMPLES_FILE,
@@ -178,6 +180,7 @@ def evaluate(job: dict, job_dir: Path) -> Result:
                 _run(job, job_dir, device, result, clock, screened, token, held_back, cost)
         finally:
             cost.settle()
+            result.autotuning = _autotuning_read()  # host work, the token let go
             for path, data in held_back.items():
                 try:
                     write_json_atomic(path, data)
@@ -197,6 +200,15 @@ def evaluate(job: dict, job_dir: Path) -> Result:
     result.finished_at = time.time()
     clock.mark("done")
     return result
+
+
+def _autotuning_read() -> dict:
+    """The configs the candidate's autotuned kernels ran (``autotuning.py``); a failure to read them is recorded, and
+    the verdict stands."""
+    try:
+        return autotuning_record(sys.modules.get(CANDIDATE_MODULE))
+    except Exception as exc:  # noqa: BLE001  (another torch's or Triton's objects: the record says so)
+        return {"not_read": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 def _screen(job: dict, job_dir: Path, result: Result) -> StaticReport:
@@ -253,7 +265,7 @@ def _run(
         # Before the import: it instruments Triton. The screen's model says which kernels the file defines.
         kernels, threads = _runtime_census(job, job_dir, device, result, screened.model)
     try:
-        candidate_module = import_file(job_dir / CANDIDATE_FILE, "kbench_candidate")
+        candidate_module = import_file(job_dir / CANDIDATE_FILE, CANDIDATE_MODULE)
     except BaseException as exc:  # whatever the candidate raises at import is its failure
         if isinstance(exc, KeyboardInterrupt):
             raise

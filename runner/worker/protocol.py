@@ -39,6 +39,8 @@ VERDICTS = (
 JOB_FILE = "job.json"
 TASK_FILE = "task.py"
 CANDIDATE_FILE = "candidate.py"
+# The module name the worker imports the candidate's file under (it stays in sys.modules: runner/worker/autotuning.py).
+CANDIDATE_MODULE = "kbench_candidate"
 OUT_DIR = "out"
 RESULT_FILE = "result.json"
 SAMPLES_FILE = "samples.json"
@@ -207,6 +209,7 @@ class Result:
     environment: dict = field(default_factory=dict)
     integrity: dict = field(default_factory=dict)  # the static policy used, its findings, the runtime checks run
     roofline: dict = field(default_factory=dict)  # floor, bound, achieved TB/s, TFLOP/s, % of the roofline per side
+    autotuning: dict = field(default_factory=dict)  # the configs the candidate's autotuned kernels ran (autotuning.py)
     stage_seconds: dict = field(default_factory=dict)
     started_at: float = 0.0
     finished_at: float = 0.0

@@ -29,6 +29,7 @@ from runner.worker.device_token import SHARED, TOKEN_ENV, DeviceToken
 from runner.worker.loading import build_model, import_file, make_inputs
 from runner.worker.protocol import (
     CANDIDATE_FILE,
+    CANDIDATE_MODULE,
     CUT_IN_FILE,
     OUT_DIR,
     TASK_FILE,
@@ -52,7 +53,7 @@ def warm_up(job: dict, job_dir: Path, trial_seed) -> int:
     token_record: dict = {}
     compiles: list[list[float]] = []
     reference_module = import_file(job_dir / TASK_FILE, "kbench_task")
-    candidate_module = import_file(job_dir / CANDIDATE_FILE, "kbench_candidate")
+    candidate_module = import_file(job_dir / CANDIDATE_FILE, CANDIDATE_MODULE)
     told = job_dir / OUT_DIR / CUT_IN_FILE
     cuts_in = told.exists if job.get("warmup_cut_in", "always") == "told" else True
     settle = device_settled(device)
