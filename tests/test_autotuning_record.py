@@ -18,6 +18,7 @@ import torch
 
 from runner.analysis.autotune import kernels_alike, kernels_differing, ran_configs
 from runner.bench import repeat
+from runner.tracking.child_record import child_record
 from runner.worker.autotuning import autotuning_record, config_dict, inductor_kernels, triton_autotuners
 from runner.worker.evaluate import evaluate
 from runner.worker.loading import import_file
@@ -88,31 +89,23 @@ def test_each_inductor_kernel_says_how_its_config_was_found_and_which_it_ran(ind
     wrapper = PyCodeCache.load("x = 1\n")
     wrapper.triton_poi_fused_mul_0 = hit.triton_poi_fused_mul_0  # a graph's wrapper names the kernels it launches
     kernels = inductor_kernels([hit, miss, only, wrapper])
+
+    def row(module, found_by: str, configs: int, ran: dict | None) -> dict:
+        name = next(n for n in vars(module) if n.startswith("triton_poi_fused_mul_"))
+        source = Path(module.__file__).stem
+        return {
+            "kind": "inductor",
+            "kernel": name,
+            "source": source,
+            "found_by": found_by,
+            "configs": configs,
+            "ran": ran,
+        }
+
     assert kernels == [
-        {
-            "kind": "inductor",
-            "kernel": "triton_poi_fused_mul_0",
-            "source": Path(hit.__file__).stem,
-            "found_by": "hit",
-            "configs": 1,
-            "ran": {"XBLOCK": 256, "num_warps": 4, "num_stages": 1},
-        },
-        {
-            "kind": "inductor",
-            "kernel": "triton_poi_fused_mul_1",
-            "source": Path(miss.__file__).stem,
-            "found_by": "miss",
-            "configs": 3,
-            "ran": None,  # never called in this process: nothing was chosen
-        },
-        {
-            "kind": "inductor",
-            "kernel": "triton_poi_fused_mul_2",
-            "source": Path(only.__file__).stem,
-            "found_by": "only 1 config",
-            "configs": 1,
-            "ran": {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1},
-        },
+        row(hit, "hit", 1, {"XBLOCK": 256, "num_warps": 4, "num_stages": 1}),
+        row(miss, "miss", 3, None),  # never called in this process: nothing was chosen
+        row(only, "only 1 config", 1, {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1}),
     ]
     assert Path(hit.__file__).is_relative_to(inductor_cache)
     # The process's record reads the same kernels from the modules Inductor loaded.
@@ -148,6 +141,16 @@ def test_a_candidates_triton_autotuners_are_in_its_result(tmp_path: Path):
     triton_kernels = [k for k in result.autotuning["kernels"] if k["kind"] == "triton.autotune"]
     assert triton_kernels == [{"kind": "triton.autotune", "kernel": "scale", "configs": 2, "ran": {}}]
     assert json.loads(json.dumps(result.to_dict()))["autotuning"] == result.autotuning
+    # Its MLflow child run counts them (runner/tracking/child_record.py); the configs are in the result artifact.
+    job["task"].update(category="elementwise", level=1)
+    job["meta"] = {"method": "directory", "model": "m", "hardware": "cpu", "suite": "s", "executor": "local"}
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    metrics = child_record(tmp_path, result, "commit").metrics
+    assert {k: v for k, v in metrics.items() if k.startswith("kernels_")} == {
+        "kernels_cached": 0.0,
+        "kernels_autotuned_here": 0.0,
+        "kernels_triton_autotune": 1.0,
+    }
 
 
 def test_a_triton_autotuners_choice_per_key_is_plain_json(tmp_path: Path):

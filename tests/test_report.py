@@ -96,3 +96,28 @@ def test_the_report_names_the_evaluations_whose_audits_were_taken_twice():
     for before in (None, float("nan")):  # results from before the column: None, or NaN from an older JSONL
         frame["audits_rechecked"] = before
         assert "Audits taken twice" not in render_report(frame, {"name": "r"})
+
+
+def test_the_report_counts_the_candidates_autotuned_kernels_and_how_they_got_their_configs():
+    """``result.autotuning`` (runner/worker/autotuning.py) flattened per evaluation: Inductor's kernels read from the
+    compile cache or autotuned during the evaluation, and the candidate's own ``@triton.autotune`` ones, summed per
+    method; no section where none was recorded, nor for evaluations without kernels."""
+    from runner.analysis.records import _autotuned
+
+    kernel = {"kind": "inductor", "kernel": "k", "source": "s", "configs": 1, "ran": {}}
+    first = _autotuned({"kernels": [dict(kernel, found_by="hit"), dict(kernel, found_by="hit")], "autotuned": 2})
+    second = _autotuned(
+        {"kernels": [dict(kernel, found_by="miss"), dict(kernel, found_by="only 1 config")], "autotuned": 1}
+    )
+    assert first == {"kernels_cached": 2, "kernels_autotuned_here": 0, "kernels_triton_autotune": 0}
+    assert _autotuned({}) == dict.fromkeys(first)  # a result from before the record
+    frame = _frame([1.0, 1.0, 1.0, 1.0])
+    assert "## Autotuned kernels" not in render_report(frame, {"name": "r", "wall_s": 10.0})
+    frame.loc[0, list(first)] = list(first.values())
+    frame.loc[1, list(second)] = list(second.values())
+    frame.loc[2, ["method", "kernels_triton_autotune", "kernels_cached", "kernels_autotuned_here"]] = ["mine", 1, 0, 0]
+    frame.loc[3, list(first)] = [0, 0, 0]  # the reference method: no kernels
+    text = render_report(frame, {"name": "r", "wall_s": 10.0})
+    section = text.split("## Autotuned kernels", 1)[1]
+    assert "| mine | 1 | 0 | 0 | 1 |" in section
+    assert "| reference | 2 | 2 | 1 | 0 |" in section

@@ -33,6 +33,9 @@ COLUMNS = [
     "candidate_sol_pct",
     "reference_sol_pct",
     "sm_clock_mhz",
+    "kernels_cached",
+    "kernels_autotuned_here",
+    "kernels_triton_autotune",
 ]
 
 
@@ -64,6 +67,21 @@ def flatten(job: dict, result: Result) -> dict:
         "candidate_sol_pct": result.roofline.get("candidate", {}).get("sol_pct"),
         "reference_sol_pct": result.roofline.get("reference", {}).get("sol_pct"),
         "sm_clock_mhz": timing.sm_clock_mhz if timing else None,
+        **_autotuned(result.autotuning),
+    }
+
+
+def _autotuned(record: dict) -> dict:
+    """How the candidate's kernels with a choice of configs got theirs (``runner/worker/autotuning.py``): Inductor's
+    read from the compile cache (chosen by an earlier process), Inductor's autotuned during the evaluation, and the
+    candidate's own ``@triton.autotune`` ones; None where the result has no record."""
+    if "kernels" not in record:
+        return {"kernels_cached": None, "kernels_autotuned_here": None, "kernels_triton_autotune": None}
+    found = [kernel.get("found_by") for kernel in record["kernels"] if kernel["kind"] == "inductor"]
+    return {
+        "kernels_cached": found.count("hit"),
+        "kernels_autotuned_here": found.count("miss"),
+        "kernels_triton_autotune": sum(kernel["kind"] == "triton.autotune" for kernel in record["kernels"]),
     }
 
 

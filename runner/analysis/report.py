@@ -119,6 +119,7 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
         lines += _table(list(table.columns), table.values.tolist()) + [""]
     lines += _placement_section(frame)
     lines += _recheck_section(frame)
+    lines += _autotuning_section(frame)
     failures = frame[frame["verdict"] != "correct"]
     if not failures.empty:
         lines += ["## Not correct", ""]
@@ -178,6 +179,31 @@ def _recheck_section(frame: pd.DataFrame) -> list[str]:
     ]
     rows = rechecked[["method", "task_id", "verdict", "reason"]].values.tolist()
     return lines + _table(["method", "task", "verdict", "reason"], rows) + [""]
+
+
+def _autotuning_section(frame: pd.DataFrame) -> list[str]:
+    """Per method, the candidates' kernels with a choice of configs and how they got it (``result.autotuning``). No
+    section where no evaluation recorded any."""
+    counts = frame[["kernels_cached", "kernels_autotuned_here", "kernels_triton_autotune"]].apply(
+        pd.to_numeric, errors="coerce"
+    )
+    with_kernels = counts.fillna(0).sum(axis=1) > 0
+    if not with_kernels.any():
+        return []
+    rows = []
+    for method in sorted(frame.loc[with_kernels, "method"].unique()):
+        mine = counts[(frame["method"] == method) & with_kernels]
+        rows.append([method, len(mine), *(int(mine[column].sum()) for column in counts.columns)])
+    lines = ["## Autotuned kernels", ""]
+    lines += [
+        "The configs each evaluation's kernels ran are in its result (`autotuning`). Inductor's were read from the "
+        "compile cache (chosen by an earlier process, the compile warm-up as a rule) or autotuned during the "
+        "evaluation; a fresh compile may choose others, and move the speedup with them (BENCHMARKS.md, forty-first "
+        "session). `runner.bench repeat` says whether two runs ran them alike.",
+        "",
+    ]
+    header = ["method", "evaluations", "Inductor's, from the cache", "Inductor's, autotuned here", "@triton.autotune"]
+    return lines + _table(header, rows) + [""]
 
 
 def _device_line(env: dict) -> str:

@@ -51,6 +51,11 @@ def child_record(job_dir: Path, result: Result, git_commit: str) -> ChildRecord:
         params["timed_input_seed"] = timing.input_seed  # eval.timing.input_seed=<it> redoes this evaluation
         if timing.audit_recheck:  # the first audits' evidence, judged again on fresh ones (runner/worker/timing.py)
             metrics["audits_rechecked"] = 1.0
+    # The candidate's kernels with a choice of configs, by how they got theirs (runner/worker/autotuning.py; the
+    # configs themselves are in the result artifact): where the evaluation recorded any.
+    autotuned = {name: flat[name] for name in ("kernels_cached", "kernels_autotuned_here", "kernels_triton_autotune")}
+    if any(autotuned.values()):
+        metrics.update({name: float(count) for name, count in autotuned.items()})
     tags = {
         EVAL_TAG: result.eval_id,
         "verdict": result.verdict.status,
