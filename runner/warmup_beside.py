@@ -93,6 +93,11 @@ class WarmupBeside:
         self._lock = threading.Lock()  # the counts and the log, written from the pool's threads
         self.failed = 0
         self.waits: list[float] = []  # seconds each held-back evaluation waited (0 where its warm-up had ended)
+        # What the warm-ups' jobs said (``runner/worker/warmup.py``): their token windows, summed, and the kernels
+        # they autotuned with the time spent timing the configs, which is GPU work inside those windows.
+        self.windows_s = 0.0
+        self.kernels_autotuned = 0
+        self.benchmark_ms = 0.0
         self.first_start: float | None = None
         self.last_end: float | None = None
         self._pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="warmup")
@@ -116,8 +121,13 @@ class WarmupBeside:
         line = {"eval_id": evaluation.eval_id, "started": started, "ended": ended, **record}
         if self.cut_in_within is not None:
             line["cut_in_told"] = cut_in.told_at  # None: it ended before the sweep came near it
+        autotuned = [k for k in record.get("autotuning", {}).get("kernels", []) if "benchmark_ms" in k]
+        windows = record.get("token", {}).get("windows", [])
         with self._lock, self.log_path.open("a") as handle:
             self.failed += record.get("exit_code") != 0
+            self.windows_s += sum(window[1] - window[0] for window in windows)
+            self.kernels_autotuned += len(autotuned)
+            self.benchmark_ms += sum(kernel["benchmark_ms"] for kernel in autotuned)
             handle.write(json.dumps(line) + "\n")
 
     def coming(self, pending: Iterable) -> None:
@@ -146,7 +156,8 @@ class WarmupBeside:
         return True
 
     def summary(self) -> dict:
-        """For the run's manifest: how many, how many failed, their span, and what the sweep waited for them."""
+        """For the run's manifest: how many, how many failed, their span, what the sweep waited for them, their device
+        windows (summed) and how much of those went to timing autotuning configs."""
         held_back = [w for w in self.waits if w > POLL_S]
         return {
             "candidates": len(self._ended),
@@ -154,6 +165,9 @@ class WarmupBeside:
             "span_s": round(self.last_end - self.first_start, 3) if self.first_start and self.last_end else 0.0,
             "evaluations_held_back": len(held_back),
             "held_back_s": round(sum(held_back), 3),
+            "windows_s": round(self.windows_s, 3),
+            "kernels_autotuned": self.kernels_autotuned,
+            "autotune_benchmark_s": round(self.benchmark_ms / 1e3, 3),
         }
 
     def close(self, cancel: bool = False) -> None:

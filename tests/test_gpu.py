@@ -1042,11 +1042,13 @@ def test_a_warm_up_lets_go_of_the_token_only_once_its_queued_kernels_have_run(tm
 
 
 def test_the_result_names_the_configs_the_candidates_autotuned_kernels_ran(tmp_path):
-    """torch_compile over two tasks, twice on one compile cache: each evaluation names its Inductor kernels and the
-    config each ran; in the second run every choice is one the first made (``hit``, read from the cache), and
-    ``repeat`` finds the pairs alike. A candidate's own ``@triton.autotune`` kernel, called on the GPU, records the
-    config Triton chose for the key it was called with (runner/worker/autotuning.py)."""
+    """torch_compile over two tasks, twice on one compile cache, the first with a warm-up: the warm-up's record names
+    the kernels it autotuned and how long timing their configs took; each evaluation names its Inductor kernels and
+    the config each ran, every choice read from the cache (``hit``); ``repeat`` finds the pairs alike. A candidate's
+    own ``@triton.autotune`` kernel, called on the GPU, records the config Triton chose for the key it was called with
+    (runner/worker/autotuning.py)."""
     from runner.bench import repeat
+    from runner.warmup_beside import warmup_windows
     from runner.worker.evaluate import evaluate
     from runner.worker.protocol import TimingSettings
     from tests.conftest import DOUBLING_TASK, in_process_job
@@ -1063,18 +1065,26 @@ def test_the_result_names_the_configs_the_candidates_autotuned_kernels_ran(tmp_p
             f"run.name={name}",
             "executor=local",
             f"executor.compile_cache_dir={tmp_path / 'cc'}",
+            "executor.warmup_workers=1",
             *FAST_TIMING,
             cwd=tmp_path,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
         (run_dir,) = (tmp_path / "runs").glob(f"*-{name}-*")
         runs.append(run_dir)
-    for run_dir, found in zip(runs, ({"hit", "miss", "only 1 config"}, {"hit", "only 1 config"})):
+    # The first run's warm-up autotuned (its record: the kernels, how long timing their configs took, summed in the
+    # manifest); the second run's cache was warm, so it had none. Every evaluation read its choices from the cache.
+    warmed = [k for line in warmup_windows(runs[0]) for k in line["autotuning"]["kernels"]]
+    assert any(k["found_by"] == "miss" and k["benchmark_ms"] > 0 for k in warmed), warmed
+    summary = json.loads((runs[0] / "manifest.json").read_text())["warmup_beside"]
+    assert summary["kernels_autotuned"] >= 1 and 0 < summary["autotune_benchmark_s"] <= summary["windows_s"], summary
+    assert warmup_windows(runs[1]) == []
+    for run_dir in runs:
         for record in result_records(run_dir).values():
             assert record["verdict"]["status"] == "correct", record["verdict"]
             kernels = record["autotuning"]["kernels"]
             assert kernels and all(k["kind"] == "inductor" and k["ran"] and k["source"] for k in kernels), kernels
-            assert {k["found_by"] for k in kernels} <= found
+            assert {k["found_by"] for k in kernels} <= {"hit", "only 1 config"}
     figures = repeat(*runs)
     assert figures["autotuning"]["same"] == 2, figures["largest"]
 

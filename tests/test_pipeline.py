@@ -288,6 +288,11 @@ def test_compile_warm_up_beside_the_sweep(tmp_path: Path, within):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["warmup_s"] == 0 and manifest["warmup_beside"]["candidates"] == 3
     assert manifest["warmup_beside"]["failed"] == 0
+    # Each job's record names its autotuned kernels (none here: no Triton on the CPU); the summary sums its windows.
+    assert all(line["autotuning"] == {"kernels": [], "autotuned": 0} for line in warm.values()), warm
+    windows_s = sum(end - start for line in warm.values() for start, end, _ in line["token"]["windows"])
+    assert manifest["warmup_beside"]["windows_s"] == pytest.approx(windows_s, abs=0.002)
+    assert manifest["warmup_beside"]["kernels_autotuned"] == 0 == manifest["warmup_beside"]["autotune_benchmark_s"]
     assert duty(run_dir)["warmup_beside"]["candidates"] == 3
     assert not (run_dir / "warmup").exists()
     assert not processes_under(tmp_path)

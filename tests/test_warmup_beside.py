@@ -113,6 +113,30 @@ def test_without_a_lead_every_warm_up_cuts_in_and_none_is_told(tmp_path: Path):
     assert all("cut_in_told" not in line for line in _log(tmp_path / "warmup.jsonl").values())
 
 
+def test_the_summary_sums_the_warm_ups_windows_and_their_autotuning(tmp_path: Path):
+    """Each job's record (``runner/worker/warmup.py``: its token windows, its kernels with the time spent timing their
+    configs where it autotuned them) adds to the run's summary; a warm-up the sandbox could not run adds nothing."""
+    kernel = {"kind": "inductor", "kernel": "k", "source": "s", "configs": 4, "ran": {"XBLOCK": 128}}
+
+    def warm(evaluation, cut_in) -> dict:
+        if evaluation.eval_id == "e2":
+            raise OSError("no sandbox")
+        return {
+            "exit_code": 0,
+            "token": {"windows": [[10.0, 10.5, "shared"], [12.0, 12.25, "shared"]]},
+            "autotuning": {
+                "kernels": [dict(kernel, found_by="miss", benchmark_ms=120.5), dict(kernel, found_by="hit")]
+            },
+        }
+
+    beside = WarmupBeside(_evaluations(3), warm, 2, tmp_path / "warmup.jsonl")
+    beside.close()
+    summary = beside.summary()
+    assert summary["failed"] == 1
+    assert (summary["windows_s"], summary["kernels_autotuned"], summary["autotune_benchmark_s"]) == (1.5, 2, 0.241)
+    assert _log(tmp_path / "warmup.jsonl")["e0"]["autotuning"]["kernels"][0]["benchmark_ms"] == 120.5
+
+
 def test_a_warm_up_lets_go_of_the_token_for_each_compile_only_once_its_queued_device_work_has_run(tmp_path: Path):
     """The warm-up's worker (``runner/worker/warmup.py``) lets go of the token while Dynamo compiles. CUDA runs the
     work queued before (weights, inputs, the last shape's kernels) after the host has moved on, so the worker first

@@ -9,7 +9,8 @@ two cold compiles of the same torch_compile candidates on one H200 chose differe
   (``PyCodeCache``): the kernel's name, its source hash (the name of its file in the compile cache, the same for the
   same kernel in any run of the same torch), how its config was found (``autotune_cache_state``: ``hit``, chosen by an
   earlier process, the warm-up as a rule, and read from the compile cache; ``miss``, autotuned in this process; ``only
-  1 config``) and the config it ran: the one launcher left after autotuning, else the cached choice;
+  1 config``) and the config it ran: the one launcher left after autotuning, else the cached choice; where it was
+  autotuned here, how long timing its configs took (``benchmark_ms``: GPU work, in the warm-up's windows as a rule);
 - Triton's own autotuners (``@triton.autotune``) in the candidate's module: the configs to choose from and the one
   chosen for each key it was called with (Triton keeps them in the process only).
 
@@ -29,6 +30,15 @@ def autotuning_record(candidate: ModuleType | None) -> dict:
     kernels = inductor_kernels(_inductor_modules()) + triton_autotuners(candidate)
     chose = sum(1 for kernel in kernels if kernel.get("configs", 1) > 1 or kernel.get("found_by") == "hit")
     return {"kernels": kernels, "autotuned": chose}
+
+
+def read_autotuning(candidate: ModuleType | None) -> dict:
+    """``autotuning_record``, or why it could not be read (another torch's or Triton's objects): whatever the record,
+    the evaluation's verdict and the warm-up's outcome stand."""
+    try:
+        return autotuning_record(candidate)
+    except Exception as exc:  # noqa: BLE001
+        return {"not_read": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 def _inductor_modules() -> list[ModuleType]:
@@ -70,7 +80,7 @@ def _inductor_kernel(autotuner) -> dict:
         ran = dict(info["only_config"])
     else:  # never called in this process: no launcher chosen yet
         ran = None
-    return {
+    kernel = {
         "kind": "inductor",
         "kernel": autotuner.fn.__name__,
         "source": getattr(autotuner, "kernel_hash", "") or "",
@@ -78,6 +88,10 @@ def _inductor_kernel(autotuner) -> dict:
         "configs": info.get("num_configs", len(getattr(autotuner, "configs", None) or [])),
         "ran": ran,
     }
+    if state == "miss" and len(launchers) == 1:  # autotuned here: how long timing its configs took (GPU work)
+        spent_ns = getattr(autotuner, "autotune_time_taken_ns", 0) - getattr(autotuner, "precompile_time_taken_ns", 0)
+        kernel["benchmark_ms"] = round(max(spent_ns, 0) / 1e6, 3)
+    return kernel
 
 
 def triton_autotuners(candidate: ModuleType | None) -> list[dict]:

@@ -35,7 +35,7 @@ import torch
 
 from runner.analysis.roofline import roofline_for
 from runner.static_check import StaticReport, screen_candidate
-from runner.worker.autotuning import autotuning_record
+from runner.worker.autotuning import read_autotuning
 from runner.worker.compare import queue_comparison
 from runner.worker.context_exit import ContextNotReset, reset_cuda_context
 from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, SHARED, TOKEN_ENV, WAIT_STAGE, DeviceToken
@@ -180,7 +180,7 @@ def evaluate(job: dict, job_dir: Path) -> Result:
                 _run(job, job_dir, device, result, clock, screened, token, held_back, cost)
         finally:
             cost.settle()
-            result.autotuning = _autotuning_read()  # host work, the token let go
+            result.autotuning = read_autotuning(sys.modules.get(CANDIDATE_MODULE))  # host work, the token let go
             for path, data in held_back.items():
                 try:
                     write_json_atomic(path, data)
@@ -200,15 +200,6 @@ def evaluate(job: dict, job_dir: Path) -> Result:
     result.finished_at = time.time()
     clock.mark("done")
     return result
-
-
-def _autotuning_read() -> dict:
-    """The configs the candidate's autotuned kernels ran (``autotuning.py``); a failure to read them is recorded, and
-    the verdict stands."""
-    try:
-        return autotuning_record(sys.modules.get(CANDIDATE_MODULE))
-    except Exception as exc:  # noqa: BLE001  (another torch's or Triton's objects: the record says so)
-        return {"not_read": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 def _screen(job: dict, job_dir: Path, result: Result) -> StaticReport:

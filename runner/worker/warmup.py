@@ -11,8 +11,8 @@ the token from the start of each Dynamo compilation (tracing, Inductor, Triton's
 when it asks for it again; before it lets go, it waits for the device work it queued (weights, inputs, the last
 shape's kernels: CUDA runs them after the host has moved on), so none of it runs into a measurement's turn. The
 process runs at the lowest CPU priority (``BESIDE_NICE``). It writes its token windows and compile windows to
-``WARMUP_RECORD_FILE``. Where Dynamo has no compile callbacks the token stays held
-throughout (correct, slower).
+``WARMUP_RECORD_FILE``, with the configs its kernels chose and how long timing them took (``autotuning.py``). Where
+Dynamo has no compile callbacks the token stays held throughout (correct, slower).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from runner.worker.autotuning import read_autotuning
 from runner.worker.device_token import SHARED, TOKEN_ENV, DeviceToken
 from runner.worker.loading import build_model, import_file, make_inputs
 from runner.worker.protocol import (
@@ -71,7 +72,8 @@ def warm_up(job: dict, job_dir: Path, trial_seed) -> int:
             settle()  # the last shape's kernels have run before the token is let go
     finally:
         if beside:
-            write_json_atomic(job_dir / OUT_DIR / WARMUP_RECORD_FILE, {"token": token_record, "compiles": compiles})
+            record = {"token": token_record, "compiles": compiles, "autotuning": read_autotuning(candidate_module)}
+            write_json_atomic(job_dir / OUT_DIR / WARMUP_RECORD_FILE, record)
     return 0
 
 
