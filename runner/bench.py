@@ -60,6 +60,32 @@ def _quantiles(values: list[float]) -> dict:
     }
 
 
+def _while_warming_up(manifest: dict, results: list, warmups: list[dict], lanes: int) -> dict | None:
+    """The sweep split at the end of its last warm-up (runner/warmup_beside.py): each part's wall time and what was
+    measured in it (a turn counts where it began), and the duty of each. A cold torch_compile pass on the H200 ran at
+    72.2% while its warm-ups ran and at 88.8% after (BENCHMARKS.md, forty-first session): the warm-up's cost, apart.
+    None where no warm-up ran beside the sweep, or the run did not finish."""
+    wall = float(manifest.get("wall_s") or 0.0)
+    if not warmups or not wall or "finished" not in manifest:
+        return None
+    start = float(manifest["finished"]) - wall
+    last = max(float(line["ended"]) for line in warmups)
+    until = min(max(last - start, 0.0), wall)
+    measured = [0.0, 0.0]
+    for _, result in results:
+        if result.timing:
+            began = result.timing.window[0] if result.timing.window else start
+            measured[began >= last] += result.timing.measured_s
+    parts = {}
+    for name, seconds, part in (("until_last_warmup", until, measured[0]), ("after", wall - until, measured[1])):
+        parts[name] = {
+            "wall_s": seconds,
+            "measured_s": part,
+            "duty_pct": 100 * part / (seconds * lanes) if seconds else None,
+        }
+    return parts
+
+
 def duty(run_dir: Path) -> dict:
     """Measured time over wall time; and where the rest went: the device phases (the GPU's work token
     held by some evaluation, see ``runner/worker/device_token.py``), the measurements' exclusive turns
@@ -81,7 +107,8 @@ def duty(run_dir: Path) -> dict:
         if "path" in record:  # a worker that died before holding the token left no record: no lane of its own
             windows = token_windows(record)
             lane_results.setdefault(record["path"], []).append((r.task_id, windows, evaluation_states(r, windows)))
-    for line in warmup_windows(run_dir):  # a warm-up beside the sweep: its windows are device phases of its lane
+    warmups = warmup_windows(run_dir)
+    for line in warmups:  # a warm-up beside the sweep: its windows are device phases of its lane
         record = line.get("token") or {}
         if "path" in record:
             entry = (f"{WARMUP_TASK}{line['eval_id']}", token_windows(record), warmup_states(line))
@@ -127,6 +154,8 @@ def duty(run_dir: Path) -> dict:
         "warmup_s": warmup,
         # The warm-up beside the sweep (runner/warmup_beside.py): its candidates, their span, what the sweep waited.
         "warmup_beside": manifest.get("warmup_beside"),
+        # The duty until the last warm-up beside the sweep ended, and after it (None without such warm-ups).
+        "while_warming_up": _while_warming_up(manifest, results, warmups, lane_count),
         # The share of the lanes' wall time during which their GPU was reserved for some device work
         # (the compile warm-up, before the evaluations, reserves every lane).
         "device_reserved_pct": 100 * (device_phases / lane_count + warmup) / wall if wall else None,

@@ -95,6 +95,7 @@ def test_repeat_pairs_tasks_and_reports_duty(two_passes):
         assert run["setup_s"] > 0
         expected = 100 * run["measured_s"] / (run["wall_s"] + run["setup_s"])
         assert run["duty_with_setup_pct"] == pytest.approx(expected) and run["duty_with_setup_pct"] < run["duty_pct"]
+        assert run["while_warming_up"] is None  # no compile warm-up beside these sweeps
     assert duty(two_passes[0]) == figures["duty"][0]
 
 

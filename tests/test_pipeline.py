@@ -293,7 +293,13 @@ def test_compile_warm_up_beside_the_sweep(tmp_path: Path, within):
     windows_s = sum(end - start for line in warm.values() for start, end, _ in line["token"]["windows"])
     assert manifest["warmup_beside"]["windows_s"] == pytest.approx(windows_s, abs=0.002)
     assert manifest["warmup_beside"]["kernels_autotuned"] == 0 == manifest["warmup_beside"]["autotune_benchmark_s"]
-    assert duty(run_dir)["warmup_beside"]["candidates"] == 3
+    figures = duty(run_dir)
+    assert figures["warmup_beside"]["candidates"] == 3
+    # The sweep split at its last warm-up's end: the parts add up to its wall time and to what it measured.
+    parts = figures["while_warming_up"].values()
+    assert sum(part["wall_s"] for part in parts) == pytest.approx(figures["wall_s"])
+    assert sum(part["measured_s"] for part in parts) == pytest.approx(figures["measured_s"])
+    assert figures["while_warming_up"]["until_last_warmup"]["wall_s"] > 0
     assert not (run_dir / "warmup").exists()
     assert not processes_under(tmp_path)
 
