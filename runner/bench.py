@@ -63,7 +63,7 @@ def _quantiles(values: list[float]) -> dict:
 def _while_warming_up(manifest: dict, results: list, warmups: list[dict], lanes: int) -> dict | None:
     """The sweep split at the end of its last warm-up (runner/warmup_beside.py): each part's wall time and what was
     measured in it (a turn counts where it began), and the duty of each. A cold torch_compile pass on the H200 ran at
-    72.2% while its warm-ups ran and at 88.8% after (BENCHMARKS.md, forty-first session): the warm-up's cost, apart.
+    72.4% while its warm-ups ran and at 88.5% after (BENCHMARKS.md, forty-first session): the warm-up's cost, apart.
     None where no warm-up ran beside the sweep, or the run did not finish."""
     wall = float(manifest.get("wall_s") or 0.0)
     if not warmups or not wall or "finished" not in manifest:

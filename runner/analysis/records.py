@@ -9,6 +9,10 @@ import pandas as pd
 
 from runner.worker.protocol import JOB_FILE, OUT_DIR, RESULT_FILE, Result
 
+# How the candidate's kernels with a choice of configs got theirs (``_autotuned``): Inductor's read from the compile
+# cache, Inductor's autotuned during the evaluation, the candidate's own ``@triton.autotune`` ones.
+AUTOTUNING_COLUMNS = ("kernels_cached", "kernels_autotuned_here", "kernels_triton_autotune")
+
 COLUMNS = [
     "eval_id",
     "task_id",
@@ -33,9 +37,7 @@ COLUMNS = [
     "candidate_sol_pct",
     "reference_sol_pct",
     "sm_clock_mhz",
-    "kernels_cached",
-    "kernels_autotuned_here",
-    "kernels_triton_autotune",
+    *AUTOTUNING_COLUMNS,
 ]
 
 
@@ -76,7 +78,7 @@ def _autotuned(record: dict) -> dict:
     read from the compile cache (chosen by an earlier process), Inductor's autotuned during the evaluation, and the
     candidate's own ``@triton.autotune`` ones; None where the result has no record."""
     if "kernels" not in record:
-        return {"kernels_cached": None, "kernels_autotuned_here": None, "kernels_triton_autotune": None}
+        return dict.fromkeys(AUTOTUNING_COLUMNS)
     found = [kernel.get("found_by") for kernel in record["kernels"] if kernel["kind"] == "inductor"]
     return {
         "kernels_cached": found.count("hit"),

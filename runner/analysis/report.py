@@ -7,6 +7,7 @@ import math
 import pandas as pd
 
 from runner.analysis.metrics import FAST_P, per_category, summary, verdict_counts
+from runner.analysis.records import AUTOTUNING_COLUMNS
 
 
 def _fmt(value, digits: int = 3) -> str:
@@ -184,9 +185,7 @@ def _recheck_section(frame: pd.DataFrame) -> list[str]:
 def _autotuning_section(frame: pd.DataFrame) -> list[str]:
     """Per method, the candidates' kernels with a choice of configs and how they got it (``result.autotuning``). No
     section where no evaluation recorded any."""
-    counts = frame[["kernels_cached", "kernels_autotuned_here", "kernels_triton_autotune"]].apply(
-        pd.to_numeric, errors="coerce"
-    )
+    counts = frame[list(AUTOTUNING_COLUMNS)].apply(pd.to_numeric, errors="coerce")
     with_kernels = counts.fillna(0).sum(axis=1) > 0
     if not with_kernels.any():
         return []

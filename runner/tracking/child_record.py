@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.analysis.records import flatten
+from runner.analysis.records import AUTOTUNING_COLUMNS, flatten
 from runner.tracking.mlflow_sink import EVAL_TAG
 from runner.worker.protocol import CANDIDATE_FILE, JOB_FILE, OUT_DIR, RESULT_FILE, SAMPLES_FILE, Result
 
@@ -53,7 +53,7 @@ def child_record(job_dir: Path, result: Result, git_commit: str) -> ChildRecord:
             metrics["audits_rechecked"] = 1.0
     # The candidate's kernels with a choice of configs, by how they got theirs (runner/worker/autotuning.py; the
     # configs themselves are in the result artifact): where the evaluation recorded any.
-    autotuned = {name: flat[name] for name in ("kernels_cached", "kernels_autotuned_here", "kernels_triton_autotune")}
+    autotuned = {name: flat[name] for name in AUTOTUNING_COLUMNS}
     if any(autotuned.values()):
         metrics.update({name: float(count) for name, count in autotuned.items()})
     tags = {
