@@ -1104,7 +1104,7 @@ def test_the_result_names_the_configs_the_candidates_autotuned_kernels_ran(tmp_p
     job_dir.mkdir()
     shapes = {"small": {"n": 4096}, "perf": {"n": 1 << 22}}
     job = in_process_job(job_dir, DOUBLING_TASK, candidate, "double", shapes, TimingSettings(batch=2))
-    job["device"] = "cuda"
+    job["device"] = "cuda:0"
     result = evaluate(job, job_dir)
     assert result.verdict.status == "correct", result.verdict
     (scale,) = [k for k in result.autotuning["kernels"] if k["kind"] == "triton.autotune"]
