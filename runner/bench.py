@@ -40,6 +40,7 @@ from pathlib import Path
 
 from runner.analysis.autotune import AUTOTUNING_STATES, NotACache, kernels_alike, kernels_differing, ran_configs
 from runner.analysis.autotune import compare as autotune_choices
+from runner.analysis.clock_mix import moved_at_matched_clocks, read_samples
 from runner.analysis.disturbances import disturbances
 from runner.analysis.records import job_results
 from runner.warmup_beside import warmup_windows
@@ -603,7 +604,16 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
                 medians = (timing.reference.median_ms, timing.candidate.median_ms)
                 noise = math.hypot(timing.ratio_noise, timing.placement_noise or 0.0)
                 kernels = ran_configs(result.autotuning)
-                out[key] = (job["task"]["level"], timing.speedup, noise, medians, timing.placement_spread, kernels)
+                samples = run_dir / "jobs" / result.eval_id / OUT_DIR / SAMPLES_FILE
+                out[key] = (
+                    job["task"]["level"],
+                    timing.speedup,
+                    noise,
+                    medians,
+                    timing.placement_spread,
+                    kernels,
+                    (timing.sm_clock_mhz, samples),
+                )
         return out
 
     paired: dict[tuple[str, str], tuple] = {}
@@ -618,8 +628,8 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
     moved = []
     for key in sorted(paired):
         (
-            (level, first, first_noise, first_ms, first_spread, first_ran),
-            (_, second, second_noise, second_ms, second_spread, second_ran),
+            (level, first, first_noise, first_ms, first_spread, first_ran, first_clock),
+            (_, second, second_noise, second_ms, second_spread, second_ran, second_clock),
         ) = paired[key]
         group = f"{key[0]}, {'blocks (level 3)' if level >= 3 else 'ops and fusions (levels 1-2)'}"
         delta = abs(first / second - 1)
@@ -640,6 +650,9 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
             # Whether both runs' candidates ran their kernels with the same configs (AUTOTUNING_STATES); where they
             # did not, which kernels differed.
             "autotuning": kernels_alike(first_ran, second_ran),
+            # Each run's median SM clock over its kept batches; the samples' files, read for the largest moves only.
+            "sm_clock_mhz": [first_clock[0], second_clock[0]],
+            "samples": (first_clock[1], second_clock[1]),
         }
         if row["autotuning"] == "different":
             row["kernels_differing"] = kernels_differing(first_ran, second_ran)
@@ -648,6 +661,16 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
             beyond_floor.setdefault(group, []).append(max(0.0, delta - (floor or 0.0) / 100))
         moved.append(row)
     beyond = [row for row in moved if row["z"] > 2]
+    largest = sorted(moved, key=lambda row: -row["abs_delta_pct"])[:_LARGEST]
+    listed = {id(row) for row in largest}
+    for row in moved:
+        paths = row.pop("samples")
+        if id(row) in listed:  # whether the clocks explain the move (runner/analysis/clock_mix.py)
+            first_samples, second_samples = (read_samples(path) for path in paths)
+            matched = (
+                moved_at_matched_clocks(first_samples, second_samples) if first_samples and second_samples else None
+            )
+            row["at_matched_clocks"] = matched
     figures = {
         "pairs": len(paired),
         "runs": [path.name for path in runs],
@@ -660,7 +683,7 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
         # How many pairs ran their autotuned kernels alike (runner/worker/autotuning.py): two cold compiles may not.
         "autotuning": {state: sum(row["autotuning"] == state for row in moved) for state in AUTOTUNING_STATES},
         # Which tasks moved most: a quantile over the target is a question about these.
-        "largest": sorted(moved, key=lambda row: -row["abs_delta_pct"])[:_LARGEST],
+        "largest": largest,
         "duty": [duty(run) for run in runs],
     }
     if floors:

@@ -3,8 +3,10 @@
 
 Inductor's kernels here are real ``CachingAutotuner`` objects made by torch's own code on the CPU, in modules loaded
 by torch's own ``PyCodeCache``, their choices looked up in a compile cache written by torch's own ``AutotuneCache``.
-What only a GPU does (compiling a config into a launcher, timing the configs, Triton's autotuner choosing) is not
-stood in for: ``tests/test_gpu.py::test_the_result_names_the_configs_the_candidates_autotuned_kernels_ran`` runs it.
+What only a GPU does (compiling a config into a launcher, timing the configs, Triton's autotuner choosing) runs in
+``tests/test_gpu.py::test_the_result_names_the_configs_the_candidates_autotuned_kernels_ran``. One test here stands a
+launcher in for a compiled GPU binary (``_LauncherDouble``, named as the test double it is) to leave an autotuner as
+timing configs on a GPU leaves it.
 """
 
 from __future__ import annotations
@@ -86,6 +88,10 @@ def test_each_inductor_kernel_says_how_its_config_was_found_and_which_it_ran(ind
     hit = _inductor_kernel("triton_poi_fused_mul_0", 2, [128, 256], chosen=256)
     miss = _inductor_kernel("triton_poi_fused_mul_1", 3, [128, 256, 512], chosen=None)
     only = _inductor_kernel("triton_poi_fused_mul_2", 4, [1024], chosen=None)
+    # A kernel Inductor has precompiled: its own list of configs is gone (``configs = None``); the count still says
+    # what it had (an H200 run recorded 0 configs for such kernels before).
+    hit.triton_poi_fused_mul_0.configs = None
+    only.triton_poi_fused_mul_2.configs = None
     wrapper = PyCodeCache.load("x = 1\n")
     wrapper.triton_poi_fused_mul_0 = hit.triton_poi_fused_mul_0  # a graph's wrapper names the kernels it launches
     kernels = inductor_kernels([hit, miss, only, wrapper])
@@ -112,6 +118,38 @@ def test_each_inductor_kernel_says_how_its_config_was_found_and_which_it_ran(ind
     record = autotuning_record(None)
     assert [k for k in record["kernels"] if k["kernel"].startswith("triton_poi_fused_mul_")] == kernels
     assert record["autotuned"] >= 2  # the hit (chosen earlier) and the miss (three to choose from)
+
+
+class _LauncherDouble:
+    """Test double for a launcher (a config compiled into a GPU binary, which a CPU cannot make): its config only."""
+
+    def __init__(self, config):
+        self.config = config
+
+
+def test_a_kernel_autotuned_among_configs_made_after_the_cache_lookup_is_uncached(inductor_cache: Path):
+    """One config at the cache lookup (``only 1 config``: no cache entry), then a second made by halving its block
+    (Inductor's ``_dynamic_scale_rblock`` does so for a reduction whose registers limit its occupancy) and both timed
+    at the first call, as ``autotune_to_one_config`` leaves it: one launcher, the time spent beyond the precompile.
+    The record says it was autotuned here and not kept (``uncached``), what timing took, and the config that won."""
+    from runner.analysis.records import _autotuned
+
+    module = _inductor_kernel("triton_poi_fused_mul_3", 5, [1024], chosen=None)
+    autotuner = module.triton_poi_fused_mul_3
+    assert autotuner.autotune_cache_info["autotune_cache_state"] == "only 1 config"
+    halved = triton.Config({"XBLOCK": 512}, num_warps=4, num_stages=1)
+    autotuner.configs = None  # precompiled
+    autotuner.launchers = [_LauncherDouble(halved)]
+    autotuner.precompile_time_taken_ns, autotuner.autotune_time_taken_ns = 40_000_000, 52_500_000
+    (kernel,) = [k for k in inductor_kernels([module]) if k["kernel"] == "triton_poi_fused_mul_3"]
+    assert kernel["found_by"] == "uncached" and kernel["configs"] is None and kernel["benchmark_ms"] == 12.5
+    assert kernel["ran"] == {"XBLOCK": 512, "num_warps": 4, "num_stages": 1}
+    record = {"kernels": [kernel]}
+    assert _autotuned(record)["kernels_autotuned_here"] == 1 and _autotuned(record)["kernels_cached"] == 0
+    # Never timed (its first call not yet made, or one launcher and no time spent on choosing): only 1 config.
+    autotuner.autotune_time_taken_ns = 0
+    (kernel,) = [k for k in inductor_kernels([module]) if k["kernel"] == "triton_poi_fused_mul_3"]
+    assert kernel["found_by"] == "only 1 config" and kernel["configs"] == 1 and "benchmark_ms" not in kernel
 
 
 _AUTOTUNED_CANDIDATE = (

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from runner.worker.autotuning import UNCACHED
 from runner.worker.protocol import JOB_FILE, OUT_DIR, RESULT_FILE, Result
 
 # How the candidate's kernels with a choice of configs got theirs (``_autotuned``): Inductor's read from the compile
@@ -82,7 +83,7 @@ def _autotuned(record: dict) -> dict:
     found = [kernel.get("found_by") for kernel in record["kernels"] if kernel["kind"] == "inductor"]
     return {
         "kernels_cached": found.count("hit"),
-        "kernels_autotuned_here": found.count("miss"),
+        "kernels_autotuned_here": found.count("miss") + found.count(UNCACHED),
         "kernels_triton_autotune": sum(kernel["kind"] == "triton.autotune" for kernel in record["kernels"]),
     }
 

@@ -197,8 +197,10 @@ def _autotuning_section(frame: pd.DataFrame) -> list[str]:
     lines += [
         "The configs each evaluation's kernels ran are in its result (`autotuning`). Inductor's were read from the "
         "compile cache (chosen by an earlier process, the compile warm-up as a rule) or autotuned during the "
-        "evaluation; a fresh compile may choose others, and move the speedup with them (BENCHMARKS.md, forty-first "
-        "session). `runner.bench repeat` says whether two runs ran them alike.",
+        "evaluation: those the cache had no choice for, and those Inductor gave more configs after its cache lookup "
+        "(`uncached`: a reduction's block halved for occupancy), which every process times again. A fresh compile "
+        "may choose others, and move the speedup with them (BENCHMARKS.md, forty-first and forty-second sessions). "
+        "`runner.bench repeat` says whether two runs ran them alike.",
         "",
     ]
     header = ["method", "evaluations", "Inductor's, from the cache", "Inductor's, autotuned here", "@triton.autotune"]

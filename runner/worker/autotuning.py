@@ -8,9 +8,11 @@ two cold compiles of the same torch_compile candidates on one H200 chose differe
 - Inductor's kernels (``torch.compile``): each ``CachingAutotuner`` in the modules Inductor loaded into this process
   (``PyCodeCache``): the kernel's name, its source hash (the name of its file in the compile cache, the same for the
   same kernel in any run of the same torch), how its config was found (``autotune_cache_state``: ``hit``, chosen by an
-  earlier process, the warm-up as a rule, and read from the compile cache; ``miss``, autotuned in this process; ``only
-  1 config``) and the config it ran: the one launcher left after autotuning, else the cached choice; where it was
-  autotuned here, how long timing its configs took (``benchmark_ms``: GPU work, in the warm-up's windows as a rule);
+  earlier process, the warm-up as a rule, and read from the compile cache; ``miss``, autotuned in this process and
+  kept in the cache; ``uncached``, autotuned in this process among configs the cache does not keep; ``only 1
+  config``) and the config it ran: the one launcher left after autotuning, else the cached choice; where it was
+  autotuned here, how long timing its configs took (``benchmark_ms``: GPU work, in the warm-up's windows as a rule,
+  in the evaluation's first phase where ``uncached``);
 - Triton's own autotuners (``@triton.autotune``) in the candidate's module: the configs to choose from and the one
   chosen for each key it was called with (Triton keeps them in the process only).
 
@@ -28,7 +30,9 @@ def autotuning_record(candidate: ModuleType | None) -> dict:
     """``{"kernels": [...], "autotuned": how many had more than one config to choose from}`` for the Inductor kernels
     this process loaded and the Triton autotuners in ``candidate``'s module."""
     kernels = inductor_kernels(_inductor_modules()) + triton_autotuners(candidate)
-    chose = sum(1 for kernel in kernels if kernel.get("configs", 1) > 1 or kernel.get("found_by") == "hit")
+    chose = sum(
+        1 for kernel in kernels if (kernel.get("configs") or 1) > 1 or kernel.get("found_by") in ("hit", UNCACHED)
+    )
     return {"kernels": kernels, "autotuned": chose}
 
 
@@ -68,10 +72,24 @@ def inductor_kernels(modules: list[ModuleType]) -> list[dict]:
     return sorted(found, key=lambda kernel: (kernel["kernel"], kernel["source"]))
 
 
+# How a kernel's config was found where Inductor timed configs in this process that its compile cache will not keep:
+# its cache lookup found one config (``only 1 config``, no cache entry) or none was made, and Inductor then made more,
+# a reduction's ``R0_BLOCK`` halved where its registers limit the occupancy (``_dynamic_scale_rblock``, torch 2.11),
+# and timed them at the first call. So every process times them again, beside whatever else runs on the GPU: one
+# reduction of unet_resblock_sd15_fp16 ran ``R0_BLOCK`` 1024 in one pass and 2048 in the next on one compile cache
+# (BENCHMARKS.md, forty-second session).
+UNCACHED = "uncached"
+
+
 def _inductor_kernel(autotuner) -> dict:
     info = dict(getattr(autotuner, "autotune_cache_info", None) or {})
     state = info.get("autotune_cache_state")
     launchers = getattr(autotuner, "launchers", None) or []
+    # Timing configs in this process (``autotune_to_one_config``) leaves its time beyond the precompile.
+    spent_ns = getattr(autotuner, "autotune_time_taken_ns", 0) - getattr(autotuner, "precompile_time_taken_ns", 0)
+    autotuned_here = len(launchers) == 1 and spent_ns > 0
+    if autotuned_here and state in (None, "only 1 config"):
+        state = UNCACHED
     if len(launchers) == 1:  # after its first call: the winner (or the only config)
         ran = config_dict(launchers[0].config)
     elif state == "hit":
@@ -85,13 +103,27 @@ def _inductor_kernel(autotuner) -> dict:
         "kernel": autotuner.fn.__name__,
         "source": getattr(autotuner, "kernel_hash", "") or "",
         "found_by": state,
-        "configs": info.get("num_configs", len(getattr(autotuner, "configs", None) or [])),
+        "configs": _configs_offered(autotuner, info, state),
         "ran": ran,
     }
-    if state == "miss" and len(launchers) == 1:  # autotuned here: how long timing its configs took (GPU work)
-        spent_ns = getattr(autotuner, "autotune_time_taken_ns", 0) - getattr(autotuner, "precompile_time_taken_ns", 0)
-        kernel["benchmark_ms"] = round(max(spent_ns, 0) / 1e6, 3)
+    if autotuned_here and state in ("miss", UNCACHED):  # how long timing its configs took (GPU work)
+        kernel["benchmark_ms"] = round(spent_ns / 1e6, 3)
     return kernel
+
+
+def _configs_offered(autotuner, info: dict, state: str | None) -> int | None:
+    """How many configs the kernel had to choose from in this process: a miss's count as the cache lookup found it;
+    one for a cache hit (the earlier choice replaced the list) or a single config. Precompiling empties the
+    autotuner's own list (``configs = None``, torch 2.11), so it is counted only where no state says, from what is
+    left of it; None where nothing is."""
+    if "num_configs" in info:
+        return info["num_configs"]
+    if state == UNCACHED:  # Inductor keeps only the chosen one once it has chosen
+        return None
+    if state in ("hit", "only 1 config"):
+        return 1
+    left = getattr(autotuner, "configs", None) or getattr(autotuner, "compile_results", None) or []
+    return len(left) or None
 
 
 def triton_autotuners(candidate: ModuleType | None) -> list[dict]:
