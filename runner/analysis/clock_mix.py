@@ -4,9 +4,9 @@ Clocks are not locked (kbench reads them and never sets them), and a task that d
 its batches at whatever SM clock the power controller allows at the moment: 1,395 to 1,980 MHz for one reduction on
 an H200. Both sides of a batch run at that batch's clock, but where one side gains more from a higher clock than
 the other, the speedup depends on the clock too, and the pooled median on how many batches each clock got. Two runs
-that got different mixes then differ by more than either's noise says, though each clock's own speedup repeats:
-std_unbiased_lastdim_fp32's torch_compile speedup moved 2.7% between the two passes of ``make bench`` (median SM
-clocks 1,890 and 1,965 MHz), 0.3% at the clocks both runs had (BENCHMARKS.md, forty-second session).
+that got different mixes then differ by more than either's noise says: std_unbiased_lastdim_fp32's torch_compile
+speedup moved 2.7% between the two passes of ``make bench`` (median SM clocks 1,890 and 1,965 MHz), and 0.3% at the
+clocks both runs had (BENCHMARKS.md, forty-second session).
 
 So each run's kept batches are grouped by their clock (``sm_clock_mhz`` in ``samples.json``, the reading around the
 batch, in NVML's 15 MHz steps), and the two runs' speedups are compared clock by clock where both have batches: each

@@ -25,6 +25,14 @@ from __future__ import annotations
 import sys
 from types import ModuleType
 
+# How a kernel's config was found where Inductor timed configs in this process that its compile cache will not keep:
+# its cache lookup found one config (``only 1 config``, no cache entry) or none was made, and Inductor then made more,
+# a reduction's ``R0_BLOCK`` halved where its registers limit the occupancy (``_dynamic_scale_rblock``, torch 2.11),
+# and timed them at the first call. So every process times them again, beside whatever else runs on the GPU: one
+# reduction of unet_resblock_sd15_fp16 ran ``R0_BLOCK`` 1024 in one pass and 2048 in the next on one compile cache
+# (BENCHMARKS.md, forty-second session).
+UNCACHED = "uncached"
+
 
 def autotuning_record(candidate: ModuleType | None) -> dict:
     """``{"kernels": [...], "autotuned": how many had more than one config to choose from}`` for the Inductor kernels
@@ -70,15 +78,6 @@ def inductor_kernels(modules: list[ModuleType]) -> list[dict]:
                 seen.add(id(value))
                 found.append(_inductor_kernel(value))
     return sorted(found, key=lambda kernel: (kernel["kernel"], kernel["source"]))
-
-
-# How a kernel's config was found where Inductor timed configs in this process that its compile cache will not keep:
-# its cache lookup found one config (``only 1 config``, no cache entry) or none was made, and Inductor then made more,
-# a reduction's ``R0_BLOCK`` halved where its registers limit the occupancy (``_dynamic_scale_rblock``, torch 2.11),
-# and timed them at the first call. So every process times them again, beside whatever else runs on the GPU: one
-# reduction of unet_resblock_sd15_fp16 ran ``R0_BLOCK`` 1024 in one pass and 2048 in the next on one compile cache
-# (BENCHMARKS.md, forty-second session).
-UNCACHED = "uncached"
 
 
 def _inductor_kernel(autotuner) -> dict:
