@@ -42,10 +42,9 @@ from runner.analysis.autotune import AUTOTUNING_STATES, NotACache, kernels_alike
 from runner.analysis.autotune import compare as autotune_choices
 from runner.analysis.clock_mix import moved_at_matched_clocks, read_samples
 from runner.analysis.disturbances import disturbances
-from runner.analysis.records import job_results
+from runner.analysis.records import job_results, samples_path
 from runner.warmup_beside import warmup_windows
 from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, token_windows
-from runner.worker.protocol import OUT_DIR, SAMPLES_FILE
 
 
 def _quantiles(values: list[float]) -> dict:
@@ -514,7 +513,7 @@ def _turns_sampled(run_dir: Path, results):
     for _, result in results:
         record = result.environment.get("device_token", {})
         turns = [(start, end) for start, end, mode in token_windows(record) if mode == EXCLUSIVE]
-        path = run_dir / "jobs" / result.eval_id / OUT_DIR / SAMPLES_FILE
+        path = samples_path(run_dir, result.eval_id)
         if len(turns) != 1 or not path.exists():
             continue
         raw = json.loads(path.read_text())
@@ -604,7 +603,6 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
                 medians = (timing.reference.median_ms, timing.candidate.median_ms)
                 noise = math.hypot(timing.ratio_noise, timing.placement_noise or 0.0)
                 kernels = ran_configs(result.autotuning)
-                samples = run_dir / "jobs" / result.eval_id / OUT_DIR / SAMPLES_FILE
                 out[key] = (
                     job["task"]["level"],
                     timing.speedup,
@@ -612,7 +610,8 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
                     medians,
                     timing.placement_spread,
                     kernels,
-                    (timing.sm_clock_mhz, samples),
+                    timing.sm_clock_mhz,
+                    samples_path(run_dir, result.eval_id),
                 )
         return out
 
@@ -625,11 +624,12 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
             paired[key] = (a[key], b[key])
     deltas: dict[str, list[float]] = {}
     beyond_floor: dict[str, list[float]] = {}
+    samples_of: dict[tuple[str, str], tuple[Path, Path]] = {}  # each pair's samples files
     moved = []
     for key in sorted(paired):
         (
-            (level, first, first_noise, first_ms, first_spread, first_ran, first_clock),
-            (_, second, second_noise, second_ms, second_spread, second_ran, second_clock),
+            (level, first, first_noise, first_ms, first_spread, first_ran, first_clock, first_samples),
+            (_, second, second_noise, second_ms, second_spread, second_ran, second_clock, second_samples),
         ) = paired[key]
         group = f"{key[0]}, {'blocks (level 3)' if level >= 3 else 'ops and fusions (levels 1-2)'}"
         delta = abs(first / second - 1)
@@ -650,9 +650,8 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
             # Whether both runs' candidates ran their kernels with the same configs (AUTOTUNING_STATES); where they
             # did not, which kernels differed.
             "autotuning": kernels_alike(first_ran, second_ran),
-            # Each run's median SM clock over its kept batches; the samples' files, read for the largest moves only.
-            "sm_clock_mhz": [first_clock[0], second_clock[0]],
-            "samples": (first_clock[1], second_clock[1]),
+            # Each run's median SM clock over its kept batches.
+            "sm_clock_mhz": [first_clock, second_clock],
         }
         if row["autotuning"] == "different":
             row["kernels_differing"] = kernels_differing(first_ran, second_ran)
@@ -660,17 +659,12 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
             row["process_floor_pct"] = floor = floor_of.get(key)
             beyond_floor.setdefault(group, []).append(max(0.0, delta - (floor or 0.0) / 100))
         moved.append(row)
+        samples_of[key] = (first_samples, second_samples)
     beyond = [row for row in moved if row["z"] > 2]
     largest = sorted(moved, key=lambda row: -row["abs_delta_pct"])[:_LARGEST]
-    listed = {id(row) for row in largest}
-    for row in moved:
-        paths = row.pop("samples")
-        if id(row) in listed:  # whether the clocks explain the move (runner/analysis/clock_mix.py)
-            first_samples, second_samples = (read_samples(path) for path in paths)
-            matched = (
-                moved_at_matched_clocks(first_samples, second_samples) if first_samples and second_samples else None
-            )
-            row["at_matched_clocks"] = matched
+    for row in largest:  # whether the clocks explain the move (runner/analysis/clock_mix.py): their samples read
+        first_raw, second_raw = (read_samples(path) for path in samples_of[(row["method"], row["task"])])
+        row["at_matched_clocks"] = moved_at_matched_clocks(first_raw, second_raw) if first_raw and second_raw else None
     figures = {
         "pairs": len(paired),
         "runs": [path.name for path in runs],

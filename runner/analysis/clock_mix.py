@@ -21,10 +21,9 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections import defaultdict
 from pathlib import Path
 
-from runner.worker.protocol import batch_medians
+from runner.worker.placement_judge import batch_speedups
 
 # NVML reports the SM clock in steps of this size; a batch's clock (the mean of the readings around it) is taken to
 # the nearest step.
@@ -40,14 +39,16 @@ def batch_speedups_by_clock(samples: dict) -> dict[int, list[float]]:
         return {}
     batch = len(samples["reference"]) // batches
     clocks = samples.get("sm_clock_mhz", {}).get("reference") or []
-    reference = batch_medians(samples["reference"], batch, batches)
-    candidate = batch_medians(samples["candidate"], batch, batches)
-    by_clock: dict[int, list[float]] = defaultdict(list)
-    for k, (ref_ms, cand_ms) in enumerate(zip(reference, candidate)):
-        clock = clocks[k * batch] if k * batch < len(clocks) else None
-        if clock is not None and ref_ms > 0 and cand_ms > 0:
-            by_clock[CLOCK_STEP_MHZ * round(clock / CLOCK_STEP_MHZ)].append(ref_ms / cand_ms)
-    return dict(by_clock)
+    # Each batch's clock where a placement would stand: the engine's batch speedups, grouped by clock.
+    steps = [
+        CLOCK_STEP_MHZ * round(clocks[k * batch] / CLOCK_STEP_MHZ)
+        if k * batch < len(clocks) and clocks[k * batch] is not None
+        else None
+        for k in range(batches)
+    ]
+    by_clock = batch_speedups(samples, steps, batch)
+    by_clock.pop(None, None)
+    return by_clock
 
 
 def moved_at_matched_clocks(first: dict, second: dict) -> dict | None:

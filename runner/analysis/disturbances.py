@@ -21,8 +21,8 @@ import json
 import statistics
 from pathlib import Path
 
-from runner.analysis.records import job_results
-from runner.worker.protocol import OUT_DIR, SAMPLES_FILE, batch_medians
+from runner.analysis.records import job_results, samples_path
+from runner.worker.protocol import batch_medians
 
 Z_LIMIT = 5.0
 MIN_EXCESS = 0.005
@@ -48,7 +48,7 @@ def disturbances(run_dir: Path) -> dict:
     counts = {kind: {"all": 0, "disturbed": 0} for kind in ("cuda_context", "worker_exit", "preload")}
     batches, disturbed = 0, []
     for _, result in results:
-        path = run_dir / "jobs" / result.eval_id / OUT_DIR / SAMPLES_FILE
+        path = samples_path(run_dir, result.eval_id)
         if not result.timing or not path.exists():
             continue
         raw = json.loads(path.read_text())

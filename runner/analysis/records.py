@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from runner.worker.autotuning import UNCACHED
-from runner.worker.protocol import JOB_FILE, OUT_DIR, RESULT_FILE, Result
+from runner.worker.protocol import JOB_FILE, OUT_DIR, RESULT_FILE, SAMPLES_FILE, Result
 
 # How the candidate's kernels with a choice of configs got theirs (``_autotuned``): Inductor's read from the compile
 # cache, Inductor's autotuned during the evaluation, the candidate's own ``@triton.autotune`` ones.
@@ -86,6 +86,11 @@ def _autotuned(record: dict) -> dict:
         "kernels_autotuned_here": found.count("miss") + found.count(UNCACHED),
         "kernels_triton_autotune": sum(kernel["kind"] == "triton.autotune" for kernel in record["kernels"]),
     }
+
+
+def samples_path(run_dir: Path, eval_id: str) -> Path:
+    """Where an evaluation of a run directory keeps its raw samples (``samples.json``), whether or not it wrote one."""
+    return run_dir / "jobs" / eval_id / OUT_DIR / SAMPLES_FILE
 
 
 def job_results(run_dir: Path) -> list[tuple[dict, Result]]:
