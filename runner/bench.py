@@ -45,6 +45,7 @@ from runner.analysis.disturbances import disturbances
 from runner.analysis.records import job_results, samples_path
 from runner.warmup_beside import warmup_windows
 from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, token_windows
+from runner.worker.protocol import JOB_FILE
 
 
 def _quantiles(values: list[float]) -> dict:
@@ -180,6 +181,7 @@ def duty(run_dir: Path) -> dict:
         "slot_parts_s": slot_parts(results),
         "turn_parts_s": turn_parts(sampled),
         "batches_rest_parts_s": batches_rest_parts(sampled),
+        "short_batches": short_batches(run_dir, sampled),
     }
 
 
@@ -472,7 +474,7 @@ def turn_parts(sampled: list) -> dict | None:
     ``_turns_sampled``."""
     parts = dict.fromkeys(("samples", "audits", "before_first_batch", "after_last_batch", "batches_rest"), 0.0)
     seen = False
-    for (start, end), raw, batched, audit_calls, audit_samples in sampled:
+    for (start, end), raw, batched, audit_calls, audit_samples, _ in sampled:
         seen = True
         batches = raw["batch_window"]
         first, last = min(b[0] for b in batches), max(b[1] for b in batches)
@@ -493,7 +495,7 @@ def batches_rest_parts(sampled: list) -> dict | None:
     spans (runs from before the twenty-eighth session). ``sampled``: from ``_turns_sampled``."""
     parts = {"between_samples": 0.0, "around_batches": 0.0}
     seen = False
-    for _, raw, batched, audit_calls, _ in sampled:
+    for _, raw, batched, audit_calls, _, _ in sampled:
         if raw.get("batch_span_ms") is None:
             continue
         seen = True
@@ -505,11 +507,46 @@ def batches_rest_parts(sampled: list) -> dict | None:
     return parts if seen else None
 
 
+def short_batches(run_dir: Path, sampled: list) -> dict | None:
+    """The evaluations whose kept batches lasted less than their ``batch_min_ms`` (the median of their spans), by
+    pairs per batch, and how long the GPU waited around their batches (``batches_rest_parts``' ``around_batches``).
+    A batch of ``batch`` pairs among them was sized by a warm-up round that took longer than the calls do (b8, H200,
+    torch_compile, forty-third session: 45 of 111 under 50 ms, all of 20 pairs, 2.4 s of the 3.2 s around all
+    batches); one of the most pairs (``timing.batch_pairs``) holds calls too short for any batch to last that long.
+    None where no job asked for a least batch."""
+    counted, by_pairs, around, shortest = 0, {}, 0.0, []
+    for _, raw, _, audit_calls, _, result in sampled:
+        job = json.loads((run_dir / "jobs" / result.eval_id / JOB_FILE).read_text())
+        least = float(job.get("timing", {}).get("batch_min_ms") or 0.0)
+        if least <= 0 or not raw.get("batch_span_ms") or result.timing is None:
+            continue
+        counted += 1
+        span = statistics.median(raw["batch_span_ms"])
+        if span >= least:
+            continue
+        pairs = result.timing.batch_pairs
+        by_pairs[pairs] = by_pairs.get(pairs, 0) + 1
+        batches = raw["batch_window"]
+        spanned = sum(raw["batch_span_ms"]) / 1000.0
+        around += (max(b[1] for b in batches) - min(b[0] for b in batches)) - spanned - audit_calls
+        shortest.append({"task": result.task_id, "median_span_ms": span, "batch_pairs": pairs})
+    if not counted:
+        return None
+    shortest.sort(key=lambda entry: entry["median_span_ms"])
+    return {
+        "evaluations": sum(by_pairs.values()),
+        "of": counted,
+        "by_batch_pairs": dict(sorted(by_pairs.items())),
+        "around_batches_s": around,
+        "shortest": shortest[:SLOWEST_SHOWN],
+    }
+
+
 def _turns_sampled(run_dir: Path, results):
     """Per evaluation measured in one turn whose ``samples.json`` has its batches: the turn (start, end), the raw
-    samples, and the seconds of its batches' kept samples, of its audit calls (each from its start event to the
+    samples, the seconds of its batches' kept samples, of its audit calls (each from its start event to the
     end event after its synchronisation) and of the audited calls kept as samples (none before the thirty-first
-    session), which lie inside the audit calls."""
+    session), which lie inside the audit calls; and its result."""
     for _, result in results:
         record = result.environment.get("device_token", {})
         turns = [(start, end) for start, end, mode in token_windows(record) if mode == EXCLUSIVE]
@@ -522,7 +559,7 @@ def _turns_sampled(run_dir: Path, results):
         batched = (sum(raw["reference"]) + sum(raw["candidate"])) / 1000.0
         audit_calls = sum(sum(times) for times in raw.get("sync_audit", {}).values()) / 1000.0
         audit_samples = sum(sum(times) for times in raw.get("audit_samples", {}).values()) / 1000.0
-        yield turns[0], raw, batched, audit_calls, audit_samples
+        yield turns[0], raw, batched, audit_calls, audit_samples, result
 
 
 def slot_parts(results) -> dict | None:

@@ -321,14 +321,14 @@ class Orchestrator:
         admission = self._admissions.get(lane.index)
         outcome, result, admitted = self._run_admitted(job_dir, evaluation, lane, admission, slot=slot)
         if admission is not None and (result.verdict.status, result.verdict.reason) == ("infra_error", RETRY_REASON):
-            # Out of memory because the others in flight held it: once more, when half the GPU is free.
+            # Out of memory because the others in flight held it: once more, when half the GPU is free, none starting beside.
             first = {"verdict": asdict(result.verdict), "admission": admitted, "records": FIRST_TRY_DIR}
             shutil.rmtree(job_dir / FIRST_TRY_DIR, ignore_errors=True)
             (job_dir / OUT_DIR).rename(job_dir / FIRST_TRY_DIR)
             (job_dir / OUT_DIR).mkdir()
             slot["first_try"] = {"admitted": slot["admitted"], "ran": slot["ran"]}
             outcome, result, admitted = self._run_admitted(
-                job_dir, evaluation, lane, admission, admission.retry_needs(), slot
+                job_dir, evaluation, lane, admission, admission.retry_needs(), slot, second_try=True
             )
             admitted["first_try"] = first
         slot["collected"] = time.time()
@@ -360,17 +360,25 @@ class Orchestrator:
         return job_dir, result
 
     def _run_admitted(
-        self, job_dir: Path, evaluation: Evaluation, lane: Lane, admission, needed: int | None = None, slot=None
+        self,
+        job_dir: Path,
+        evaluation: Evaluation,
+        lane: Lane,
+        admission,
+        needed: int | None = None,
+        slot=None,
+        second_try: bool = False,
     ):
-        """The evaluation in its sandbox, started once the GPU's memory admits it (``memory_admission.py``);
-        ``slot`` gets when it was admitted and when the sandbox ended."""
+        """The evaluation in its sandbox, started once the GPU's memory admits it (``memory_admission.py``; a
+        ``second_try`` before and without the others); ``slot`` gets when it was admitted and when the sandbox ended."""
         record: dict = {}
         slot = {} if slot is None else slot
         # A promise counts from when the worker takes the job: at a run's start that waits for the fork server's imports.
         # (Not from its first stage, which waits for the device's token: newcomers held at the ready gate then
         # kept their promises, and cohorts gathered 4 instead of 7; BENCHMARKS.md, twenty-ninth session.)
         began = (job_dir / OUT_DIR / TAKEN_FILE).exists
-        with admission.admitted(needed, record, began) if admission is not None else nullcontext(), self._running(lane):
+        admitting = admission.admitted(needed, record, began, second_try) if admission is not None else nullcontext()
+        with admitting, self._running(lane):
             slot["admitted"] = time.time()
             outcome = self.executor.run(job_dir, lane.gpu_id)
             slot["ran"] = time.time()

@@ -259,6 +259,40 @@ def test_the_batches_rest_splits_into_between_the_samples_and_around_the_batches
     assert duty(run)["batches_rest_parts_s"] is None
 
 
+def test_evaluations_whose_batches_fell_short_of_batch_min_ms_are_counted(two_passes, tmp_path: Path):
+    """``short_batches`` reads each job's ``batch_min_ms`` and its kept batches' spans: a least batch longer than
+    every span counts every evaluation, by its pairs per batch, with the GPU's wait around those batches; one
+    shorter than every span counts none; no least batch (this CPU run's default) gives no figure."""
+    assert duty(two_passes[0])["short_batches"] is None
+    run, results = _copy_of(two_passes[0], tmp_path)
+
+    def least_batch(ms: float) -> None:
+        for result in results:
+            job_file = result.parent.parent / "job.json"
+            job = json.loads(job_file.read_text())
+            job["timing"]["batch_min_ms"] = ms
+            job_file.write_text(json.dumps(job))
+
+    least_batch(1e9)
+    figures = duty(run)
+    short = figures["short_batches"]
+    pairs = [json.loads(result.read_text())["timing"]["batch_pairs"] for result in results]
+    assert short["evaluations"] == short["of"] == len(results)
+    assert short["by_batch_pairs"] == {n: pairs.count(n) for n in sorted(set(pairs))}
+    assert short["around_batches_s"] == pytest.approx(figures["batches_rest_parts_s"]["around_batches"])
+    assert [entry["median_span_ms"] for entry in short["shortest"]] == sorted(
+        entry["median_span_ms"] for entry in short["shortest"]
+    )
+    least_batch(1e-9)
+    assert duty(run)["short_batches"] == {
+        "evaluations": 0,
+        "of": len(results),
+        "by_batch_pairs": {},
+        "around_batches_s": 0.0,
+        "shortest": [],
+    }
+
+
 def _per_batch(raw: dict) -> list[list[float]]:
     """Each kept batch's sample times, in the order taken (``order`` names each sample's side)."""
     taken = {side: iter(raw[side]) for side in ("reference", "candidate")}

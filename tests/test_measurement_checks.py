@@ -264,6 +264,39 @@ def test_the_warm_up_runs_before_the_turn_and_the_samples_after_it(wait_s):
     assert result.window[0] >= taken[0] and result.turn_wait_s >= wait_s
 
 
+@pytest.mark.parametrize("turn_given", [True, False])
+def test_the_batches_are_sized_from_a_round_in_the_turn_not_from_a_warm_up_beside_shared_work(turn_given):
+    """A warm-up whose round was slow (beside other evaluations' shared work, or first calls) would size the batches
+    at ``batch`` pairs; one round in the turn, alone, sizes them instead, where shorter calls would get longer batches.
+    Without a turn the warm-up had the device to itself, and sizes them as before."""
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+
+    calls: list[str] = []
+
+    def side():
+        calls.append("call")
+        if len(calls) <= 2:
+            time.sleep(0.02)  # the warm-up's one round: 40 ms for the pair, over ``samplers.LONG_ROUND_MS``
+
+    settings = TimingSettings(
+        min_samples=4, max_samples=4096, batch=2, batch_min_ms=30.0, warmup_ms=0.0, target_noise=0.0
+    )
+    tools = timing_module.Instruments(HostSampler(), _ScriptedNvml([]))
+    turn = (lambda: calls.append("turn")) if turn_given else None
+    result, raw = timing_module.measure_pair(
+        side, side, torch.device("cpu"), settings, "small", 0, tools=tools, turn=turn
+    )
+    if turn_given:
+        assert calls[:5] == ["call", "call", "turn", "call", "call"]  # the warm-up, the turn, the sizing round
+        assert result.batch_pairs > 2 * 2**3  # microsecond calls: far more pairs than the warm-up's 40 ms allowed
+    else:
+        assert result.batch_pairs == 2  # 2 pairs of the warm-up's 40 ms last ``batch_min_ms``
+    assert len(raw["order"]) == 2 * result.batch_pairs * len(raw["batch_window"])
+
+
 @pytest.mark.parametrize("was_on", [True, False])
 def test_no_collection_runs_while_a_pair_is_measured(was_on):
     """Python's cyclic collector is off from the warm-up to the last sample, whatever a side's calls make, and

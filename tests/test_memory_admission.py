@@ -10,6 +10,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from runner.gpu import memory_admission
 from runner.gpu.memory_admission import GIB, MemoryAdmission
 
@@ -166,3 +168,83 @@ def test_without_a_memory_reading_nothing_waits():
 def test_a_second_try_waits_for_half_the_gpu():
     admission = MemoryAdmission(0, 16 * GIB, read=FakeGpuMemory(free_gib=30, total_gib=80))
     assert admission.retry_needs() == 40 * GIB
+
+
+def _start_second_try(admission: MemoryAdmission, record: dict, release: threading.Event):
+    started = threading.Event()
+
+    def body():
+        with admission.admitted(admission.retry_needs(), record, second_try=True):
+            started.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    return thread, started
+
+
+def test_no_evaluation_starts_while_a_second_try_asks_or_runs(monkeypatch):
+    """A second try is an evaluation's last: with 16 in flight on an H200, one started with half the GPU free ran out
+    again as the evaluations admitted after it grew (BENCHMARKS.md, forty-third session). From its asking to its end
+    none other starts, though each would find the 16 GiB it needs; it starts once the others running have ended."""
+    monkeypatch.setattr(memory_admission, "SETTLE_S", 0.0)  # no promise holds: only the free memory counts
+    gpu = FakeGpuMemory(free_gib=36, total_gib=80)
+    admission = MemoryAdmission(0, 16 * GIB, read=gpu)
+    first_release = threading.Event()
+    first, first_started = _start_in_thread(admission, {}, first_release)
+    assert first_started.wait(5)
+    second_record: dict = {}
+    second_release = threading.Event()
+    second, second_started = _start_second_try(admission, second_record, second_release)
+    assert not second_started.wait(0.3), "a second try started with 36 GiB free where it waits for 40"
+    newcomer_record: dict = {}
+    newcomer, newcomer_started = _start_in_thread(admission, newcomer_record, threading.Event())
+    assert not newcomer_started.wait(0.3), "an evaluation started while a second try was asking"
+    first_release.set()
+    assert second_started.wait(5)
+    assert second_record["started"] == "nothing else running"
+    assert not newcomer_started.wait(0.3), "an evaluation started beside a second try"
+    second_release.set()
+    assert newcomer_started.wait(5)
+    assert newcomer_record["started"] == "nothing else running"
+    for thread in (first, second, newcomer):
+        thread.join(5)
+
+
+def test_a_second_try_waits_while_another_runs_and_an_interrupted_one_holds_nothing_back():
+    gpu = FakeGpuMemory(free_gib=70, total_gib=80)
+    admission = MemoryAdmission(0, 16 * GIB, read=gpu)
+    one_release = threading.Event()
+    one, one_started = _start_second_try(admission, {}, one_release)
+    assert one_started.wait(5)
+    other, other_started = _start_second_try(admission, {}, threading.Event())
+    assert not other_started.wait(0.3), "two second tries ran at once"
+    one_release.set()
+    assert other_started.wait(5)
+    other.join(0.1)
+
+    # A second try interrupted while it asks (the run stopped, Ctrl-C): the others start as before.
+    fresh = MemoryAdmission(0, 16 * GIB, read=FakeGpuMemory(free_gib=70, total_gib=80))
+    running_release = threading.Event()
+    running, running_started = _start_in_thread(fresh, {}, running_release)
+    assert running_started.wait(5)
+    asked = {"n": 0}
+    may_start = fresh._may_start
+
+    def interrupted_on_its_second_look(*args):
+        asked["n"] += 1
+        if asked["n"] == 2:
+            raise KeyboardInterrupt
+        return None  # not yet
+
+    fresh._may_start = interrupted_on_its_second_look
+    with pytest.raises(KeyboardInterrupt):
+        with fresh.admitted(fresh.retry_needs(), {}, second_try=True):
+            raise AssertionError("the second try started")
+    fresh._may_start = may_start
+    record: dict = {}
+    with fresh.admitted(record=record):
+        pass
+    assert record["started"] == "54.0 GiB free"  # 70 free, 16 promised to the one running
+    running_release.set()
+    running.join(5)

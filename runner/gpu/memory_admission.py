@@ -15,7 +15,10 @@ memory (BENCHMARKS.md, thirteenth session). The worker calls such an error ``inf
   wait longer than ``WAIT_LIMIT_S`` starts anyway (recorded), and with none of the run's evaluations
   running on the GPU nothing waits, so a run always moves;
 - runs an evaluation that ended ``device_memory_taken`` once more (``RETRY_REASON``), starting it once
-  half the GPU is free or none of the run's others runs there.
+  half the GPU is free or none of the run's others runs there. From when that second try asks until it
+  ends, no other evaluation starts on the GPU: with 16 in flight on an H200, a second try that started
+  with half the GPU free ran out again at its timing, the evaluations admitted after it holding 127 GiB
+  (BENCHMARKS.md, forty-third session).
 
 Each result keeps what its start waited for (``environment.memory_admission``). Read-only: NVML's
 memory figures, never a setting.
@@ -73,24 +76,39 @@ class MemoryAdmission:
         self._changed = threading.Condition()
         self._running = 0
         self._promised: list[_Promise] = []  # the running evaluations' that still count
+        self._second_tries = 0  # asking or running: none other starts meanwhile
+        self._second_tries_running = 0
 
     @contextmanager
     def admitted(
-        self, free_needed_bytes: int | None = None, record: dict | None = None, began: Callable[[], bool] | None = None
+        self,
+        free_needed_bytes: int | None = None,
+        record: dict | None = None,
+        began: Callable[[], bool] | None = None,
+        second_try: bool = False,
     ):
         """Hold an evaluation's start until ``free_needed_bytes`` (default: the lane's) are free; it runs
         inside the block. ``record`` gets what the wait was and why it ended. ``began``: whether its worker
-        has begun the job, from which its promise's ``SETTLE_S`` count (None: from the admission)."""
+        has begun the job, from which its promise's ``SETTLE_S`` count (None: from the admission).
+        ``second_try``: an evaluation that ran out of memory once: no other starts while it asks or runs, and it
+        waits while another second try runs."""
         needed = self.free_needed_bytes if free_needed_bytes is None else free_needed_bytes
         record = {} if record is None else record
         started = time.monotonic()
         with self._changed:
-            while True:
-                why = self._may_start(needed, time.monotonic() - started)
-                if why:
-                    break
-                self._changed.wait(POLL_S)
+            self._second_tries += second_try
+            try:
+                while True:
+                    why = self._may_start(needed, time.monotonic() - started, second_try)
+                    if why:
+                        break
+                    self._changed.wait(POLL_S)
+            except BaseException:  # interrupted while asking: it holds nothing back any longer
+                self._second_tries -= second_try
+                self._changed.notify_all()
+                raise
             self._running += 1
+            self._second_tries_running += second_try
             now = time.monotonic()
             promise = _Promise(needed, now, began, None if began else now)
             self._promised.append(promise)
@@ -100,12 +118,16 @@ class MemoryAdmission:
         finally:
             with self._changed:
                 self._running -= 1
+                self._second_tries -= second_try
+                self._second_tries_running -= second_try
                 if promise in self._promised:
                     self._promised.remove(promise)  # an evaluation that ended allocates nothing more
                 self._changed.notify_all()
 
-    def _may_start(self, needed: int, waited: float) -> str | None:
+    def _may_start(self, needed: int, waited: float, second_try: bool = False) -> str | None:
         """Why an evaluation may start now, or None to wait; called holding the condition's lock."""
+        if self._second_tries_running if second_try else self._second_tries:
+            return None  # a second try asks or runs: it starts before, and alone among second tries
         if self._running == 0:
             return "nothing else running"
         if waited >= WAIT_LIMIT_S:

@@ -171,8 +171,8 @@ def measure_pair(
             torch.cuda.synchronize(device)
     tools = tools or instruments(device, settings)
     sampler, monitor = tools.sampler, tools.monitor
-    pair_ms = warm_up([references[0], candidates[0]], sampler, settings.warmup_ms)  # other placements: same code
-    batch = batch_pairs(settings, pair_ms)
+    first_pair = [references[0], candidates[0]]  # other placements: the same code
+    pair_ms = warm_up(first_pair, sampler, settings.warmup_ms)
     # The reading before the first batch, taken before the turn: its 2-5 ms (NVML, on the H100) then run beside the
     # last measurement's checks after timing, not in the turn. Whatever slowed the GPU from here to the first batch
     # counts against that batch, which is then taken again.
@@ -182,8 +182,11 @@ def measure_pair(
         asked = time.perf_counter()
         turn()
         waited = time.perf_counter() - asked
-        if waited > max(settings.warmup_ms / 1000.0, REWARM_AFTER_S):
-            run_batch(sampler, [references[0], candidates[0]])  # the warm-up lies further back than it lasted
+        # One more round where the warm-up lies further back than it lasted, or where the batches' size hangs on it:
+        # the warm-up ran beside shared work, whose time slices its round's times took in.
+        if waited > max(settings.warmup_ms / 1000.0, REWARM_AFTER_S) or _sized_short(settings, pair_ms):
+            pair_ms = min(pair_ms, sum(run_batch(sampler, first_pair)[0]))
+    batch = batch_pairs(settings, pair_ms)
     window_start = time.time()
     started = time.perf_counter()
     # Each placement's two closures by side: what a batch of it calls, and its audit call.
@@ -482,6 +485,16 @@ def batch_pairs(settings: TimingSettings, pair_ms: float) -> int:
             break
         pairs *= 2
     return pairs
+
+
+def _sized_short(settings: TimingSettings, pair_ms: float) -> bool:
+    """Whether a pair of calls shorter than ``pair_ms`` would be sampled in longer batches (``batch_pairs``): a warm-up
+    beside other evaluations' shared work timed their time slices too: batches of 20 pairs of 0.66 ms calls, 15 ms,
+    where ``batch_min_ms`` asked for 50 (45 of 111 evaluations' batches under 50 ms, all of 20 pairs, in a
+    torch_compile pass on the H200; ``runner.bench duty``'s ``short_batches``). A
+    batch that short leaves the GPU waiting for the host, whose every delay then lies in the samples (BENCHMARKS.md,
+    forty-third session)."""
+    return settings.batch_min_ms > 0 and batch_pairs(settings, pair_ms) < batch_pairs(settings, 0.0)
 
 
 def _batch_order(rng: random.Random, batch: int) -> list[str]:
