@@ -45,7 +45,6 @@ from runner.analysis.disturbances import disturbances
 from runner.analysis.records import job_results, samples_path
 from runner.warmup_beside import warmup_windows
 from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, token_windows
-from runner.worker.protocol import JOB_FILE
 
 
 def _quantiles(values: list[float]) -> dict:
@@ -181,7 +180,7 @@ def duty(run_dir: Path) -> dict:
         "slot_parts_s": slot_parts(results),
         "turn_parts_s": turn_parts(sampled),
         "batches_rest_parts_s": batches_rest_parts(sampled),
-        "short_batches": short_batches(run_dir, sampled),
+        "short_batches": short_batches(sampled),
     }
 
 
@@ -499,15 +498,20 @@ def batches_rest_parts(sampled: list) -> dict | None:
         if raw.get("batch_span_ms") is None:
             continue
         seen = True
-        batches = raw["batch_window"]
-        spanned = sum(raw["batch_span_ms"]) / 1000.0
-        first, last = min(b[0] for b in batches), max(b[1] for b in batches)
-        parts["between_samples"] += spanned - batched
-        parts["around_batches"] += (last - first) - spanned - audit_calls
+        parts["between_samples"] += sum(raw["batch_span_ms"]) / 1000.0 - batched
+        parts["around_batches"] += _around_batches(raw, audit_calls)
     return parts if seen else None
 
 
-def short_batches(run_dir: Path, sampled: list) -> dict | None:
+def _around_batches(raw: dict, audit_calls: float) -> float:
+    """Seconds of a turn's batches (first launched to last closed) outside their spans and audit calls: the GPU
+    waiting around them. ``raw``: a ``samples.json`` with ``batch_span_ms``."""
+    batches = raw["batch_window"]
+    first, last = min(b[0] for b in batches), max(b[1] for b in batches)
+    return (last - first) - sum(raw["batch_span_ms"]) / 1000.0 - audit_calls
+
+
+def short_batches(sampled: list) -> dict | None:
     """The evaluations whose kept batches lasted less than their ``batch_min_ms`` (the median of their spans), by
     pairs per batch, and how long the GPU waited around their batches (``batches_rest_parts``' ``around_batches``).
     A batch of ``batch`` pairs among them was sized by a warm-up round that took longer than the calls do (b8, H200,
@@ -515,8 +519,7 @@ def short_batches(run_dir: Path, sampled: list) -> dict | None:
     batches); one of the most pairs (``timing.batch_pairs``) holds calls too short for any batch to last that long.
     None where no job asked for a least batch."""
     counted, by_pairs, around, shortest = 0, {}, 0.0, []
-    for _, raw, _, audit_calls, _, result in sampled:
-        job = json.loads((run_dir / "jobs" / result.eval_id / JOB_FILE).read_text())
+    for _, raw, _, audit_calls, _, (job, result) in sampled:
         least = float(job.get("timing", {}).get("batch_min_ms") or 0.0)
         if least <= 0 or not raw.get("batch_span_ms") or result.timing is None:
             continue
@@ -526,9 +529,7 @@ def short_batches(run_dir: Path, sampled: list) -> dict | None:
             continue
         pairs = result.timing.batch_pairs
         by_pairs[pairs] = by_pairs.get(pairs, 0) + 1
-        batches = raw["batch_window"]
-        spanned = sum(raw["batch_span_ms"]) / 1000.0
-        around += (max(b[1] for b in batches) - min(b[0] for b in batches)) - spanned - audit_calls
+        around += _around_batches(raw, audit_calls)
         shortest.append({"task": result.task_id, "median_span_ms": span, "batch_pairs": pairs})
     if not counted:
         return None
@@ -546,8 +547,8 @@ def _turns_sampled(run_dir: Path, results):
     """Per evaluation measured in one turn whose ``samples.json`` has its batches: the turn (start, end), the raw
     samples, the seconds of its batches' kept samples, of its audit calls (each from its start event to the
     end event after its synchronisation) and of the audited calls kept as samples (none before the thirty-first
-    session), which lie inside the audit calls; and its result."""
-    for _, result in results:
+    session), which lie inside the audit calls; and its job and result (``job_results``)."""
+    for job, result in results:
         record = result.environment.get("device_token", {})
         turns = [(start, end) for start, end, mode in token_windows(record) if mode == EXCLUSIVE]
         path = samples_path(run_dir, result.eval_id)
@@ -559,7 +560,7 @@ def _turns_sampled(run_dir: Path, results):
         batched = (sum(raw["reference"]) + sum(raw["candidate"])) / 1000.0
         audit_calls = sum(sum(times) for times in raw.get("sync_audit", {}).values()) / 1000.0
         audit_samples = sum(sum(times) for times in raw.get("audit_samples", {}).values()) / 1000.0
-        yield turns[0], raw, batched, audit_calls, audit_samples, result
+        yield turns[0], raw, batched, audit_calls, audit_samples, (job, result)
 
 
 def slot_parts(results) -> dict | None:
