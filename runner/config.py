@@ -142,6 +142,10 @@ class ExecutorConfig:
     # from 0.147 to 0.012 s (median, H100); on in h100_fullsuite, where it cut the cohorts' gaps from 19.3 s to
     # 13.4-13.9 s a pass (BENCHMARKS.md, twenty-seventh session).
     preload_kernels: bool = False
+    # Whether kbench's own torch_compile candidate (its text checked by the worker) is imported and its first calls,
+    # where torch.compile compiles, captured in the same window (runner/worker/preload.py); other candidates are
+    # imported in their stage as always.
+    preload_candidate: bool = False
     compile_threads: int = 1
     # Whether a spare makes its CUDA context holding the device's token (shared), so never while a
     # measurement runs. Batches beside a context were slowed 1.5-3x as often as others, but holding the

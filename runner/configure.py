@@ -24,6 +24,7 @@ VOLATILE_KEYS = (
     ("executor", "in_flight"),
     ("executor", "admit_free_gib"),
     ("executor", "preload_kernels"),
+    ("executor", "preload_candidate"),
     ("executor", "compile_cache_dir"),
     ("executor", "warmup_workers"),
     ("executor", "warmup_beside"),
@@ -158,6 +159,7 @@ def to_settings(cfg: DictConfig) -> RunSettings:
         admit_free_gib=cfg.executor.admit_free_gib,
         measurement_isolation=cfg.executor.measurement_isolation.value,
         preload_kernels=cfg.executor.preload_kernels,
+        preload_candidate=cfg.executor.preload_candidate,
         on_unhealthy=cfg.hardware.on_unhealthy.value,
         cooldown_limit_s=cfg.hardware.cooldown_limit_s,
         peaks=(

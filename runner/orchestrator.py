@@ -110,6 +110,7 @@ class RunSettings:
     measurement_isolation: str = ISOLATE_DEVICE  # what a measurement excludes (runner/worker/device_token.py)
     # The reference's kernels loaded before the first shared phase (runner/worker/preload.py).
     preload_kernels: bool = False
+    preload_candidate: bool = False  # kbench's own torch_compile candidate's first calls too (the worker checks it)
     admit_free_gib: float = 16.0  # an evaluation starts on a GPU with this much free (runner/gpu/memory_admission.py)
     timed_shape_trials: int | None = None  # correctness trials at the timed shape where it is checked (None: trials)
     gpu_name: str | None = None  # part of the NVML name of the GPU the hardware file describes (None: any)
@@ -249,6 +250,7 @@ class Orchestrator:
             "threads": s.cpu_threads,
             "measurement_isolation": s.measurement_isolation,
             "preload_kernels": s.preload_kernels,
+            "preload_candidate": s.preload_candidate,
             "meta": self._job_meta(evaluation),
         }
         if mode == "warmup":

@@ -423,12 +423,16 @@ def test_disturbed_batches_are_found_and_checked_against_other_workers_device_wo
     assert disturbances(run)["near"]["cuda_context"]["all"] == 0
 
 
-def test_a_batch_during_another_workers_preload_is_counted_near_it(two_passes, tmp_path: Path):
-    """Another worker capturing its reference's calls (``environment.preloaded_kernels.window``) while the slow
-    batch ran: that batch is near a preload, and no other batch is."""
+@pytest.mark.parametrize(
+    "record, kind", [("preloaded_kernels", "preload"), ("preloaded_candidate", "candidate_preload")]
+)
+def test_a_batch_during_another_workers_preload_is_counted_near_it(two_passes, tmp_path: Path, record, kind):
+    """Another worker capturing its reference's calls (``environment.preloaded_kernels.window``), or compiling and
+    capturing its torch_compile candidate's (``preloaded_candidate``), while the slow batch ran: that batch is near
+    that kind of preload, and no other batch is near anything."""
 
     def preload_during_the_slow_batch(results, raws):
-        results[1]["environment"]["preloaded_kernels"] = {
+        results[1]["environment"][record] = {
             "shapes": {"small": "loaded"},
             "seconds": 0.1,
             "window": raws[0]["batch_window"][1],
@@ -437,9 +441,10 @@ def test_a_batch_during_another_workers_preload_is_counted_near_it(two_passes, t
     run, *_ = _one_slow_batch(two_passes[0], tmp_path, preload_during_the_slow_batch)
     found = disturbances(run)
     assert found["disturbed"] == 1 and found["near_none"] == 0
-    assert found["largest"][0]["near"] == ["preload"]
-    assert (found["near"]["preload"]["all"], found["near"]["preload"]["disturbed"]) == (1, 1)
-    assert found["near"]["cuda_context"]["all"] == 0
+    assert found["largest"][0]["near"] == [kind]
+    assert (found["near"][kind]["all"], found["near"][kind]["disturbed"]) == (1, 1)
+    others = {"cuda_context", "preload", "candidate_preload"} - {kind}
+    assert all(found["near"][other]["all"] == 0 for other in others)
 
 
 def test_slot_parts_add_up_to_each_slots_time(two_passes, tmp_path: Path):

@@ -30,14 +30,15 @@ HARDWARE_FILE = _hardware_here()
 HARDWARE = f"hardware={HARDWARE_FILE}"
 
 
-def _reference_results(tmp_path, name: str, tasks: str, *overrides: str) -> list[dict]:
-    """The results of a reference run over ``tasks`` (``a,b``) on the hardware file of the GPU here."""
+def _run_results(tmp_path, name: str, tasks: str, *overrides: str, method: str = "reference") -> list[dict]:
+    """The results of a run of ``method`` (the reference's by default) over ``tasks`` (``a,b``) on the hardware file
+    of the GPU here."""
     proc = kbench(
         "run",
         HARDWARE,
         "suite=full",
         f"suite.tasks=[{tasks}]",
-        "method=reference",
+        f"method={method}",
         "tracking=off",
         f"run.name={name}",
         *overrides,
@@ -50,7 +51,7 @@ def _reference_results(tmp_path, name: str, tasks: str, *overrides: str) -> list
 
 def _two_reference_tasks(tmp_path, name: str, *overrides: str) -> list[dict]:
     """The results of a reference run over two tasks on the hardware file of the GPU here."""
-    return _reference_results(tmp_path, name, "gelu_tanh,linear_bias_fp16", *overrides)
+    return _run_results(tmp_path, name, "gelu_tanh,linear_bias_fp16", *overrides)
 
 
 def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
@@ -121,7 +122,7 @@ def test_a_run_that_preloads_kernels_keeps_every_verdict(tmp_path):
     flags back) and one whose capture loads: both correct. The first version left the random generator marked
     as capturing after the failed capture, and the reference's next ``torch.randn`` ended batched_solve
     ``infra_error`` (twenty-sixth session)."""
-    results = _reference_results(
+    results = _run_results(
         tmp_path,
         "preload",
         "batched_solve_small_fp32,elu_feature_map_linear_attn_fp32",
@@ -133,6 +134,33 @@ def test_a_run_that_preloads_kernels_keeps_every_verdict(tmp_path):
     assert any(status.startswith("not done: ") for status in solve.values()), solve
     loaded = by_task["elu_feature_map_linear_attn_fp32"]["environment"]["preloaded_kernels"]["shapes"]
     assert loaded == {"small": "loaded", "perf": "loaded"}, loaded
+
+
+def test_a_run_that_preloads_its_compiled_candidate_keeps_every_verdict_and_compiles_nothing_later(tmp_path):
+    """``executor.preload_candidate=true`` with the torch_compile method: each evaluation's record says per shape
+    whether the candidate's first call (where torch.compile compiles) was captured ahead and how many graphs it
+    compiled; where both shapes compiled ahead, the correctness stage compiled none (it called the code compiled
+    ahead); every verdict is correct. On the H200 (cold caches): layer_norm and the convnext convolution compiled
+    ahead at both shapes, and some runs could not be captured after their compile."""
+    results = _run_results(
+        tmp_path,
+        "compiled_ahead",
+        "softplus_dt_bias_fp32,layer_norm_falcon40b_fp32,conv2d_depthwise_7x7_convnext_bf16",
+        "executor.preload_kernels=true",
+        "executor.preload_candidate=true",
+        *FAST_TIMING,
+        method="torch_compile",
+    )
+    records = {result["task_id"]: result for result in results}
+    assert {r["verdict"]["status"] for r in results} == {"correct"}, [r["verdict"] for r in results]
+    compiled_ahead = 0
+    for record in records.values():
+        preloaded = record["environment"]["preloaded_candidate"]
+        assert set(preloaded["shapes"]) == set(preloaded["graphs_compiled"]) == {"small", "perf"}, preloaded
+        if all(preloaded["graphs_compiled"].values()):  # compiled at both shapes, whether or not their runs loaded
+            compiled_ahead += 1
+            assert preloaded["graphs_compiled_in_correctness"] == 0, preloaded
+    assert compiled_ahead >= 1, {task: r["environment"]["preloaded_candidate"] for task, r in records.items()}
 
 
 def test_a_later_read_gets_the_values_of_the_work_queued_before_it():
@@ -677,7 +705,7 @@ def test_kernels_the_driver_compiles_at_first_use_go_to_the_runs_cache(tmp_path)
     """torch.prod's kernels in torch 2.11 (CUDA 13) are compiled from PTX at their first use on the H100 (0.9-1.2 s
     per dtype in a fresh HOME, 44-57 ms from the cache: BENCHMARKS.md, twenty-second session); the driver keeps them
     in the run's cache, which the next sandboxes read, not in the sandbox's HOME, which goes with it."""
-    results = _reference_results(tmp_path, "jit-cache", "prod_one_minus_alpha_fp32", "executor=local")
+    results = _run_results(tmp_path, "jit-cache", "prod_one_minus_alpha_fp32", "executor=local")
     assert [result["verdict"]["status"] for result in results] == ["correct"]
     (run_dir,) = (tmp_path / "runs").glob("*-jit-cache-*")
     cached = [path for path in (run_dir / "cache" / "cuda").rglob("*") if path.is_file()]
@@ -912,7 +940,7 @@ def test_batches_at_the_power_cap_are_thrown_away_when_asked(tmp_path):
     the cap), so after ``max_throttled_batches`` and a cool-down between each the evaluation ends
     ``infra_error`` / ``gpu_throttled``, naming the cap; on a GPU where some batches run under the cap, those
     are the ones kept. Either way the result records no kept batch at the cap."""
-    (result,) = _reference_results(tmp_path, "capped", "linear_bias_gelu_bf16", "eval.timing.discard_power_capped=true")
+    (result,) = _run_results(tmp_path, "capped", "linear_bias_gelu_bf16", "eval.timing.discard_power_capped=true")
     verdict, timing = result["verdict"], result["timing"]
     if verdict["status"] == "infra_error":
         assert verdict["reason"] == "gpu_throttled" and "sw_power_cap" in verdict["message"], verdict

@@ -9,8 +9,9 @@ order: another worker making its CUDA context (a spare, ``environment.spare_cuda
 finished worker's exit, when the driver tears its context down and frees its memory (from its
 ``finished_at`` for ``EXIT_WINDOW_S``), and a worker loading its reference's kernels by capturing its calls
 (``environment.preloaded_kernels.window``, ``runner/worker/preload.py``: allocations and two one-element fills
-per capture). Every batch is checked the same way, so the share of disturbed
-batches that overlap such an event can be held against the share of all batches that do (chance).
+per capture), or its compiled candidate's (``environment.preloaded_candidate.window``: the compile too, host
+work). Every batch is checked the same way, so the share of disturbed batches that overlap such an event can be
+held against the share of all batches that do (chance).
 The timing loop records each batch's window (``batch_window`` in ``samples.json``, from the twelfth
 session on); a run without them gives no batches.
 """
@@ -42,10 +43,12 @@ def disturbances(run_dir: Path) -> dict:
             events.append(("cuda_context", result.eval_id, window[0], window[1]))
         if result.finished_at:
             events.append(("worker_exit", result.eval_id, result.finished_at, result.finished_at + EXIT_WINDOW_S))
-        preload = result.environment.get("preloaded_kernels", {}).get("window")
-        if preload:
-            events.append(("preload", result.eval_id, preload[0], preload[1]))
-    counts = {kind: {"all": 0, "disturbed": 0} for kind in ("cuda_context", "worker_exit", "preload")}
+        for record, kind in (("preloaded_kernels", "preload"), ("preloaded_candidate", "candidate_preload")):
+            window = result.environment.get(record, {}).get("window")
+            if window:
+                events.append((kind, result.eval_id, window[0], window[1]))
+    kinds = ("cuda_context", "worker_exit", "preload", "candidate_preload")
+    counts = {kind: {"all": 0, "disturbed": 0} for kind in kinds}
     batches, disturbed = 0, []
     for _, result in results:
         path = samples_path(run_dir, result.eval_id)

@@ -26,7 +26,20 @@ class ModelNew(_kbench_torch.nn.Module):
 def produce(task: Task, options: dict) -> Candidate:
     mode = options.get("compile_mode") or "default"
     return Candidate(
-        task.path.read_text() + _SUFFIX.format(mode=mode),
+        compiled_source(task.path.read_text(), mode),
         "torch_compile",
         provenance={"compile_mode": mode, "dynamic": False},
     )
+
+
+def compiled_source(task_source: str, mode: str) -> str:
+    """The candidate this method writes for a task file: the file itself, then ``ModelNew`` compiling its Model."""
+    return task_source + _SUFFIX.format(mode=mode)
+
+
+def is_compiled_source(candidate_source: str, task_source: str, provenance: dict) -> bool:
+    """Whether a candidate is, character for character, what this method writes for the task file under the
+    provenance it was recorded with: kbench's own code, which the worker may load before the device's token
+    (``runner/worker/preload.py``) as it does the reference's."""
+    mode = provenance.get("compile_mode")
+    return isinstance(mode, str) and candidate_source == compiled_source(task_source, mode)

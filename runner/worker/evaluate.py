@@ -5,7 +5,9 @@ on the source alone. Every later phase may run device work and holds the device'
 (``device_token.py``): shared while it only computes and checks (evaluations in flight do that
 side by side), exclusive for the timed samples, so a measurement never shares the GPU. Order matters:
 the reference outputs for every checked shape and trial are computed before the candidate
-file is imported, so nothing the candidate does at import time can change them. Then the
+file is imported, so nothing the candidate does at import time can change them (kbench's own
+``torch_compile`` candidate, the task's file and a class compiling its Model, checked character for
+character, may be imported and compiled before, off the token: ``_preload_own_candidate``). Then the
 candidate is imported (failure: ``compile_error``), built from the same seed as the reference,
 and run on fresh seeded inputs for every trial of every shape, with the allocator poisoned
 before each call (exception: ``runtime_error``; wrong value, shape or dtype: ``incorrect``; a
@@ -30,10 +32,12 @@ import traceback
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
 from runner.analysis.roofline import roofline_for
+from runner.methods.torch_compile import is_compiled_source
 from runner.static_check import StaticReport, screen_candidate
 from runner.worker.autotuning import read_autotuning
 from runner.worker.compare import queue_comparison
@@ -55,7 +59,7 @@ from runner.worker.loading import as_output_list, build_model, import_file, make
 from runner.worker.memory import causes, others_took_it, out_of_memory
 from runner.worker.placements import PlacementMaker, TimedSide, timing_inputs, weight_copies
 from runner.worker.precision import float64_references
-from runner.worker.preload import preload_reference_kernels
+from runner.worker.preload import dynamo_graphs, preload_candidate_kernels, preload_reference_kernels
 from runner.worker.prewarm import spare_record, start_spare
 from runner.worker.protocol import (
     CANDIDATE_FILE,
@@ -169,15 +173,18 @@ def evaluate(job: dict, job_dir: Path) -> Result:
         isolation = job.get("measurement_isolation", ISOLATE_DEVICE)
         held_back: dict[Path, object] = {}  # files written once the token is let go (host work holds no device)
         try:
+            preloaded = None
             if job.get("preload_kernels") and device.type == "cuda":
                 # Before the first shared phase, while the measurements queued ahead run: the reference's calls
-                # captured, not run (runner/worker/preload.py).
+                # captured, not run (runner/worker/preload.py); then kbench's own compiled candidate's.
                 result.environment["preloaded_kernels"] = preload_reference_kernels(
                     job_dir / TASK_FILE, _checked_shapes(job), device
                 )
+            if job.get("preload_candidate") and device.type == "cuda":
+                preloaded = _preload_own_candidate(job, job_dir, device, result, screened, cost)
             with DeviceToken(os.environ.get(TOKEN_ENV), record, isolation) as token, torch.no_grad():
                 token.hold(SHARED)
-                _run(job, job_dir, device, result, clock, screened, token, held_back, cost)
+                _run(job, job_dir, device, result, clock, screened, token, held_back, cost, preloaded)
         finally:
             cost.settle()
             result.autotuning = read_autotuning(sys.modules.get(CANDIDATE_MODULE))  # host work, the token let go
@@ -230,6 +237,7 @@ def _run(
     token: DeviceToken,
     held_back: dict[Path, object],
     cost: _CheckCost,
+    preloaded: _Imported | None,
 ) -> None:
     task = job["task"]
     seed = int(job["seed"])
@@ -251,25 +259,10 @@ def _run(
     result.integrity["precision"] = precision.record
 
     clock.mark("import_candidate")
-    flags_before = numerics_flags()
-    with cost("census_setup"):
-        # Before the import: it instruments Triton. The screen's model says which kernels the file defines.
-        kernels, threads = _runtime_census(job, job_dir, device, result, screened.model)
-    try:
-        candidate_module = import_file(job_dir / CANDIDATE_FILE, CANDIDATE_MODULE)
-    except BaseException as exc:  # whatever the candidate raises at import is its failure
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        raise _Stop(_failure("compile_error", "import_failed", exc, "import_candidate")) from None
-    model_class = getattr(candidate_module, "ModelNew", None)
-    if model_class is None:
-        raise _Stop(Verdict("compile_error", "no_model_new", "the candidate defines no ModelNew", "import_candidate"))
-    changed = changed_flags(flags_before, numerics_flags())
-    if changed:
-        restore_numerics_flags(flags_before)
-        raise _Stop(Verdict("integrity_violation", "numerics_flags_changed", "; ".join(changed), "import_candidate"))
+    model_class, kernels, threads = preloaded or _import_candidate(job, job_dir, device, result, screened, cost)
 
     clock.mark("correctness")
+    graphs = dynamo_graphs()
     for shape_name, dims in shapes.items():
         try:
             candidate = build_model(model_class, reference_module, dims, device, seed)
@@ -314,6 +307,8 @@ def _run(
         if judge_previous is not None:
             judge_previous()
         del candidate
+    if preloaded is not None:  # the preload's compiled code called, or compiled again (then it bought nothing)
+        result.environment["preloaded_candidate"]["graphs_compiled_in_correctness"] = dynamo_graphs() - graphs
     expected.clear()
     if device.type == "cuda":
         # The checks' blocks go back to the device: an evaluation waits for its turn holding only its timed
@@ -488,6 +483,67 @@ def _queue_trial_checks(at, call, expected: list, censuses, tolerance, result: R
                 raise _Stop(Verdict("integrity_violation", reason, message, "correctness"))
 
     return judge
+
+
+class _Imported(NamedTuple):
+    """The candidate's ``ModelNew`` and the censuses of its correctness calls (made before its import)."""
+
+    model_class: type
+    kernels: KernelCensus
+    threads: ThreadCensus
+
+
+def _import_candidate(
+    job: dict, job_dir: Path, device: torch.device, result: Result, screened: StaticReport, cost: _CheckCost
+) -> _Imported:
+    """The censuses set up, then the candidate imported; ``_Stop`` where it fails to import, defines no
+    ``ModelNew`` or changes the numerics flags (put back first)."""
+    flags_before = numerics_flags()
+    with cost("census_setup"):
+        # Before the import: it instruments Triton. The screen's model says which kernels the file defines.
+        kernels, threads = _runtime_census(job, job_dir, device, result, screened.model)
+    try:
+        candidate_module = import_file(job_dir / CANDIDATE_FILE, CANDIDATE_MODULE)
+    except BaseException as exc:  # whatever the candidate raises at import is its failure
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise _Stop(_failure("compile_error", "import_failed", exc, "import_candidate")) from None
+    model_class = getattr(candidate_module, "ModelNew", None)
+    if model_class is None:
+        raise _Stop(Verdict("compile_error", "no_model_new", "the candidate defines no ModelNew", "import_candidate"))
+    changed = changed_flags(flags_before, numerics_flags())
+    if changed:
+        restore_numerics_flags(flags_before)
+        raise _Stop(Verdict("integrity_violation", "numerics_flags_changed", "; ".join(changed), "import_candidate"))
+    return _Imported(model_class, kernels, threads)
+
+
+def _preload_own_candidate(
+    job: dict, job_dir: Path, device: torch.device, result: Result, screened: StaticReport, cost: _CheckCost
+) -> _Imported | None:
+    """kbench's own ``torch_compile`` candidate (its text checked against what the method writes for this task
+    file) imported before the token and its first calls captured (``preload.preload_candidate_kernels``): the
+    correctness stage then calls the code compiled here. It is the task's file and a class that compiles its
+    Model, so importing it before the reference stage changes nothing the reference computes. Any other candidate,
+    or one whose import fails here, is imported in its stage as always (the failure reported there, in order);
+    the record (``environment.preloaded_candidate``) says which."""
+    meta = job.get("meta", {})
+    candidate = (job_dir / CANDIDATE_FILE).read_text(errors="replace")
+    task = (job_dir / TASK_FILE).read_text(errors="replace")
+    if not is_compiled_source(candidate, task, meta.get("provenance") or {}):
+        result.environment["preloaded_candidate"] = {"not done": "not the torch_compile method's text for this task"}
+        return None
+    try:
+        imported = _import_candidate(job, job_dir, device, result, screened, cost)
+    except _Stop as stop:
+        sys.modules.pop(CANDIDATE_MODULE, None)
+        result.environment["preloaded_candidate"] = {"not done": f"import: {stop.verdict.message}"[:200]}
+        return None
+    module = sys.modules[CANDIDATE_MODULE]
+    result.environment["preloaded_candidate"] = preload_candidate_kernels(
+        module, imported.model_class, _checked_shapes(job), device
+    )
+    return imported
 
 
 def _runtime_census(job: dict, job_dir: Path, device: torch.device, result: Result, model):
