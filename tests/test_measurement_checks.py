@@ -292,8 +292,11 @@ def test_the_batches_are_sized_from_a_round_in_the_turn_not_from_a_warm_up_besid
     if turn_given:
         assert calls[:5] == ["call", "call", "turn", "call", "call"]  # the warm-up, the turn, the sizing round
         assert result.batch_pairs > 2 * 2**3  # microsecond calls: far more pairs than the warm-up's 40 ms allowed
+        # Both rounds in the record, the warm-up's slow one and the turn's that sized the batches.
+        assert result.sizing_rounds_ms["warm_up"] >= 40.0 > 1.0 > result.sizing_rounds_ms["in_turn"]
     else:
         assert result.batch_pairs == 2  # 2 pairs of the warm-up's 40 ms last ``batch_min_ms``
+        assert set(result.sizing_rounds_ms) == {"warm_up"} and result.sizing_rounds_ms["warm_up"] >= 40.0
     assert len(raw["order"]) == 2 * result.batch_pairs * len(raw["batch_window"])
 
 

@@ -181,6 +181,9 @@ class Timing:
     placement_noise: float | None = None  # standard error of their mean, relative to it
     placements_added: int = 0  # of ``placements``, those made during the turn (``TimingSettings.max_placements``)
     batch_pairs: int | None = None  # pairs per batch (TimingSettings.batch, more where ``batch_min_ms`` asks)
+    # What sized them, ms a pair of calls: the warm-up's shortest round and, where one ran, the round in the turn
+    # (``{"warm_up": .., "in_turn": ..}``; the shorter of the two counts).
+    sizing_rounds_ms: dict | None = None
     # Audited calls kept as samples, both sides (each side's ``samples`` counts its own): an audit's call between its
     # own events, where the batch it closed still ran as it was launched (runner/worker/timing.py).
     audit_samples: int = 0

@@ -173,6 +173,7 @@ def measure_pair(
     sampler, monitor = tools.sampler, tools.monitor
     first_pair = [references[0], candidates[0]]  # other placements: the same code
     pair_ms = warm_up(first_pair, sampler, settings.warmup_ms)
+    sizing = {"warm_up": round(pair_ms, 6)}
     # The reading before the first batch, taken before the turn: its 2-5 ms (NVML, on the H100) then run beside the
     # last measurement's checks after timing, not in the turn. Whatever slowed the GPU from here to the first batch
     # counts against that batch, which is then taken again.
@@ -185,7 +186,8 @@ def measure_pair(
         # One more round where the warm-up lies further back than it lasted, or where the batches' size hangs on it:
         # the warm-up ran beside shared work, whose time slices its round's times took in.
         if waited > max(settings.warmup_ms / 1000.0, REWARM_AFTER_S) or _sized_short(settings, pair_ms):
-            pair_ms = min(pair_ms, sum(run_batch(sampler, first_pair)[0]))
+            sizing["in_turn"] = round(sum(run_batch(sampler, first_pair)[0]), 6)
+            pair_ms = min(pair_ms, sizing["in_turn"])
     batch = batch_pairs(settings, pair_ms)
     window_start = time.time()
     started = time.perf_counter()
@@ -390,6 +392,7 @@ def measure_pair(
         placement_noise=placement_noise,
         placements_added=added,
         batch_pairs=batch,
+        sizing_rounds_ms=sizing,
         audit_samples=sum(len(values) for values in audit_samples.values()),
     )
     raw = {
