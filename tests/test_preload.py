@@ -1,6 +1,8 @@
-"""The reference's kernels loaded before the first shared phase (``runner/worker/preload.py``): the setting reaches
-each job, leaves the configuration's identity alone, and without CUDA nothing is captured. What the capture
-loads, and that it changes no value, is checked on the GPU (``tests/test_gpu.py``)."""
+"""The reference's kernels, and the torch_compile method's own candidate's, loaded before the first shared phase
+(``runner/worker/preload.py``): the settings reach each job and leave the configuration's identity alone, without
+CUDA nothing is captured, only the method's own text is imported ahead, and the code its first call compiles serves
+the correctness stage. What the captures load, and that they change no value or verdict, is checked on the GPU
+(``tests/test_gpu.py``)."""
 
 from __future__ import annotations
 
