@@ -32,6 +32,7 @@ import traceback
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import NamedTuple
 
 import torch
@@ -259,7 +260,7 @@ def _run(
     result.integrity["precision"] = precision.record
 
     clock.mark("import_candidate")
-    model_class, kernels, threads = preloaded or _import_candidate(job, job_dir, device, result, screened, cost)
+    _, model_class, kernels, threads = preloaded or _import_candidate(job, job_dir, device, result, screened, cost)
 
     clock.mark("correctness")
     graphs = dynamo_graphs()
@@ -486,8 +487,9 @@ def _queue_trial_checks(at, call, expected: list, censuses, tolerance, result: R
 
 
 class _Imported(NamedTuple):
-    """The candidate's ``ModelNew`` and the censuses of its correctness calls (made before its import)."""
+    """The candidate's module, its ``ModelNew`` and the censuses of its correctness calls (made before its import)."""
 
+    module: ModuleType
     model_class: type
     kernels: KernelCensus
     threads: ThreadCensus
@@ -515,7 +517,7 @@ def _import_candidate(
     if changed:
         restore_numerics_flags(flags_before)
         raise _Stop(Verdict("integrity_violation", "numerics_flags_changed", "; ".join(changed), "import_candidate"))
-    return _Imported(model_class, kernels, threads)
+    return _Imported(candidate_module, model_class, kernels, threads)
 
 
 def _preload_own_candidate(
@@ -539,9 +541,8 @@ def _preload_own_candidate(
         sys.modules.pop(CANDIDATE_MODULE, None)
         result.environment["preloaded_candidate"] = {"not done": f"import: {stop.verdict.message}"[:200]}
         return None
-    module = sys.modules[CANDIDATE_MODULE]
     result.environment["preloaded_candidate"] = preload_candidate_kernels(
-        module, imported.model_class, _checked_shapes(job), device
+        imported.module, imported.model_class, _checked_shapes(job), device
     )
     return imported
 

@@ -186,8 +186,9 @@ def measure_pair(
         # One more round where the warm-up lies further back than it lasted, or where the batches' size hangs on it:
         # the warm-up ran beside shared work, whose time slices its round's times took in.
         if waited > max(settings.warmup_ms / 1000.0, REWARM_AFTER_S) or _sized_short(settings, pair_ms):
-            sizing["in_turn"] = round(sum(run_batch(sampler, first_pair)[0]), 6)
-            pair_ms = min(pair_ms, sizing["in_turn"])
+            in_turn = sum(run_batch(sampler, first_pair)[0])
+            sizing["in_turn"] = round(in_turn, 6)
+            pair_ms = min(pair_ms, in_turn)
     batch = batch_pairs(settings, pair_ms)
     window_start = time.time()
     started = time.perf_counter()
@@ -494,9 +495,8 @@ def _sized_short(settings: TimingSettings, pair_ms: float) -> bool:
     """Whether a pair of calls shorter than ``pair_ms`` would be sampled in longer batches (``batch_pairs``): a warm-up
     beside other evaluations' shared work timed their time slices too: batches of 20 pairs of 0.66 ms calls, 15 ms,
     where ``batch_min_ms`` asked for 50 (45 of 111 evaluations' batches under 50 ms, all of 20 pairs, in a
-    torch_compile pass on the H200; ``runner.bench duty``'s ``short_batches``). A
-    batch that short leaves the GPU waiting for the host, whose every delay then lies in the samples (BENCHMARKS.md,
-    forty-third session)."""
+    torch_compile pass on the H200; ``runner.bench duty``'s ``short_batches``). A batch that short leaves the GPU
+    waiting for the host, whose every delay then lies in the samples (BENCHMARKS.md, forty-third session)."""
     return settings.batch_min_ms > 0 and batch_pairs(settings, pair_ms) < batch_pairs(settings, 0.0)
 
 
