@@ -141,6 +141,8 @@ def duty(run_dir: Path) -> dict:
         # The command's own set-up before the sweep (configuration, checks, MLflow's parent run), which
         # ``wall_s`` leaves out, and the duty with it counted.
         "setup_s": setup,
+        # Where the set-up went (``runner/setup_clock.py``; None for a run from before they were kept).
+        "setup_parts_s": manifest.get("setup_parts_s"),
         "duty_with_setup_pct": 100 * measured / ((wall + setup) * lane_count) if wall else None,
         "evaluations_per_min": 60 * len(results) / wall if wall else None,
         # The wall time during which some evaluation held a lane's token (shared phases overlap:

@@ -26,6 +26,7 @@ from runner.bench import BadInput, CommandFailed, ncu, overlap, repeat
 from runner.bench_targets import judge, over_targets, print_targets
 from runner.paths import CONF_DIR
 from runner.rundir import is_finished
+from runner.setup_clock import added_parts
 
 # The lock pair's runs: this many evaluations each, unless --set gives suite.limit.
 LOCK_EVALUATIONS = 8
@@ -197,12 +198,16 @@ def _duty_over(runs: list[dict]) -> dict:
     measured = sum(run["measured_s"] for run in runs)
     wall = sum(run["wall_s"] for run in runs)
     setup = sum(run["setup_s"] for run in runs)
+    setup_parts: dict[str, float] = {}
+    for run in runs:  # each shard paid its own set-up: its parts are added up, part by part
+        setup_parts = added_parts(setup_parts, run.get("setup_parts_s") or {})
     evaluations = sum(run["evaluations"] for run in runs)
     return {
         "runs": [run["run"] for run in runs],
         "evaluations": evaluations,
         "wall_s": wall,
         "setup_s": setup,
+        "setup_parts_s": setup_parts or None,
         "measured_s": measured,
         "duty_pct": 100 * measured / wall if wall else None,
         "duty_with_setup_pct": 100 * measured / (wall + setup) if wall else None,

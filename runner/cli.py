@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         if args.command == "run":
-            return command_run(args.overrides, console)
+            # The process's own command line (the console script, ``python -m runner.cli``): the process exists for
+            # this run, and its start is the set-up's. Given ``argv``, it may be older than the run: not counted.
+            return command_run(args.overrides, console, own_process=argv is None)
         if args.command == "report":
             return command_report(args.run, args.tracking_uri, console)
         if args.command == "tasks":
@@ -106,8 +108,11 @@ def _quiet_libraries() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def command_run(overrides: list[str], console: Console) -> int:
-    set_up_from = time.perf_counter()
+def command_run(overrides: list[str], console: Console, own_process: bool = False) -> int:
+    from runner.setup_clock import SetupClock, added_parts
+
+    # The set-up's parts up to the sweep's start (manifest setup_parts_s), from the process's start if it is the run's.
+    setup = SetupClock(from_process_start=own_process)
     from omegaconf import OmegaConf
 
     from runner.closing import finish
@@ -138,6 +143,7 @@ def command_run(overrides: list[str], console: Console) -> int:
         )
         tasks = resolve_suite(selection, TASKS_DIR, SUITES_DIR)
         evaluations = plan(tasks, settings)
+        setup.mark("configuration")
         executor_settings = ExecutorSettings(
             timeout_s=cfg.executor.timeout_s,
             output_limit_bytes=cfg.executor.output_limit_mb << 20,
@@ -161,6 +167,7 @@ def command_run(overrides: list[str], console: Console) -> int:
         )
         # Which executor runs (executor=auto resolved): no engine or no locked image stops here.
         choice = preflight(settings.executor, executor_settings)
+        setup.mark("executor_checks")
     except (ConfigError, TaskError, UnknownName, ExecutorUnavailable) as exc:
         raise UserError(str(exc)) from None
     requested = settings.executor
@@ -186,6 +193,7 @@ def command_run(overrides: list[str], console: Console) -> int:
             if mismatch:
                 raise UserError(mismatch)
         gpu = readings[0]
+        setup.mark("gpu_readings")
     resolved = OmegaConf.to_yaml(cfg)
     cfg_hash = config_hash(hashed_yaml(cfg))
     try:
@@ -207,8 +215,10 @@ def command_run(overrides: list[str], console: Console) -> int:
         raise UserError(str(exc)) from None
     # The local executor's fork servers import now, while the run sets itself up (MLflow and the rest).
     executor.prepare(lane_gpu_ids(settings))
+    setup.mark("run_dir_and_executor")
     manifest = run_dir.read_manifest()
     host = host_fingerprint()
+    setup.mark("fingerprint")
     if not manifest:
         (run_dir.path / "config.yaml").write_text(resolved)
         manifest = {
@@ -236,8 +246,10 @@ def command_run(overrides: list[str], console: Console) -> int:
         _quiet_libraries()
         from runner.tracking.mlflow_sink import MlflowSink
 
+        setup.mark("mlflow_import")
         try:
             sink = MlflowSink(cfg.tracking.uri, cfg.tracking.experiment)
+            setup.mark("mlflow_store")
             manifest["mlflow_run_id"] = sink.start_parent(
                 manifest.get("mlflow_run_id"),
                 run_dir.path.name,
@@ -268,6 +280,7 @@ def command_run(overrides: list[str], console: Console) -> int:
                 f"MLflow unavailable ({why}); results stay in {run_dir.path}", style="red", markup=False, soft_wrap=True
             )
             sink = None
+        setup.mark("mlflow_parent_run")
     run_dir.write_manifest(manifest)
     console.print(
         f"run {run_dir.path}: {len(evaluations)} evaluations "
@@ -283,10 +296,13 @@ def command_run(overrides: list[str], console: Console) -> int:
         if isinstance(warmup_executor, LocalExecutor) and isinstance(executor, LocalExecutor):
             warmup_executor.borrow_fork_servers(executor)
     orchestrator = Orchestrator(settings, run_dir, executor, sink, console, host["git_commit"], warmup_executor)
+    setup.mark("orchestrator")
     started = time.perf_counter()
-    # Before the sweep: the configuration, the tasks, the executor's checks, the GPU readings, MLflow's
-    # parent run (the fork servers import meanwhile). Not in ``wall_s``; ``runner.bench duty`` adds it back.
-    manifest["setup_s"] = manifest.get("setup_s", 0.0) + started - set_up_from
+    # Before the sweep: the interpreter's start, the configuration, the tasks, the executor's checks, the GPU
+    # readings, MLflow's parent run (the fork servers import meanwhile). Not in ``wall_s``; ``runner.bench duty``
+    # adds it back. A resumed run adds each invocation's.
+    manifest["setup_s"] = manifest.get("setup_s", 0.0) + setup.total()
+    manifest["setup_parts_s"] = added_parts(manifest.get("setup_parts_s"), setup.parts)
     try:
         orchestrator.run(evaluations, manifest.get("mlflow_run_id"))
     except RunAborted as exc:

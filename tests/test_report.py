@@ -37,6 +37,10 @@ def test_measured_share_is_of_every_lanes_wall_time():
     assert "30.0 s = 30.0% of the 2 GPUs' wall time together" in two
     set_up = render_report(frame, {"name": "r", "wall_s": 50.0, "setup_s": 7.25})
     assert "60.0% of the wall time; set-up before it 7.2 s" in set_up
+    parts = {"interpreter": 0.25, "mlflow_import": 4.5, "mlflow_store": 2.5}  # the largest named, the rest pointed to
+    with_parts = render_report(frame, {"name": "r", "wall_s": 50.0, "setup_s": 7.25, "setup_parts_s": parts})
+    assert "set-up before it 7.2 s (the largest part: MLflow's import 4.5 s; all in `setup_parts_s`)" in with_parts
+    assert "largest part" not in set_up  # a run from before the parts were kept
     assert "set-up" not in one  # a run from before the set-up was kept
 
 

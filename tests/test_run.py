@@ -57,6 +57,35 @@ def test_run_prints_report(tracked_run):
     assert slots["worker"] > 0 and f"in the worker {slots['worker']:.1f} s" in (run_dir / "report.md").read_text()
 
 
+def test_the_set_up_is_timed_in_parts(tracked_run):
+    """The set-up before the sweep is kept in named parts, from the process's start, that add up to ``setup_s``:
+    on an H200 it took 8.4 s (2.7 s on this machine) and nothing said where (BENCHMARKS.md, forty-fifth session)."""
+    from runner.bench import duty
+
+    _, run_dir, _, _ = tracked_run
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    parts = manifest["setup_parts_s"]
+    # No GPU readings on a CPU run (the manifest keeps its keys sorted, not in the order they ran).
+    assert set(parts) == {
+        "interpreter",
+        "configuration",
+        "executor_checks",
+        "run_dir_and_executor",
+        "fingerprint",
+        "mlflow_import",
+        "mlflow_store",
+        "mlflow_parent_run",
+        "orchestrator",
+    }
+    assert all(seconds >= 0 for seconds in parts.values()) and parts["interpreter"] > 0
+    assert sum(parts.values()) == pytest.approx(manifest["setup_s"], abs=0.005)  # each part rounded to the ms
+    assert parts["mlflow_import"] + parts["mlflow_store"] > 0.1  # MLflow's share, whatever the machine
+    assert duty(run_dir)["setup_parts_s"] == parts
+    largest = max(parts.values())
+    assert "(the largest part: " in (run_dir / "report.md").read_text()
+    assert f" {largest:.1f} s; all in `setup_parts_s`)" in (run_dir / "report.md").read_text()
+
+
 def test_mlflow_parent_and_children(tracked_run):
     _, run_dir, uri, _ = tracked_run
     client = _client(uri)
@@ -119,6 +148,8 @@ def test_a_store_mlflow_cannot_open_leaves_the_run_on_disk(tmp_path: Path):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "finished" and manifest["mlflow_run_id"] is None
     assert [row["verdict"] for row in results_of(run_dir)] == ["correct"]
+    # The store that failed is no part of its own: its time is the parent run's, which never opened.
+    assert "mlflow_store" not in manifest["setup_parts_s"] and "mlflow_parent_run" in manifest["setup_parts_s"]
 
 
 def test_report_of_nothing_is_one_line(tmp_path: Path):

@@ -33,6 +33,29 @@ _WALL_PARTS = {
     "no_device_work": "no device work",
 }
 
+# The set-up's parts (``runner/setup_clock.py``), as the report names them.
+_SETUP_PARTS = {
+    "interpreter": "Python's start and kbench's imports",
+    "configuration": "the configuration and the tasks",
+    "executor_checks": "the executor's checks",
+    "gpu_readings": "the GPU readings",
+    "run_dir_and_executor": "the run directory and the executor",
+    "fingerprint": "the host's fingerprint",
+    "mlflow_import": "MLflow's import",
+    "mlflow_store": "MLflow's store",
+    "mlflow_parent_run": "MLflow's parent run",
+    "orchestrator": "the orchestrator",
+}
+
+
+def _largest_setup_part(parts: dict[str, float] | None) -> str:
+    """`` (the largest part: MLflow's import 3.0 s)``; nothing for a run from before the parts were kept."""
+    if not parts:
+        return ""
+    name, seconds = max(parts.items(), key=lambda item: item[1])
+    return f" (the largest part: {_SETUP_PARTS.get(name, name)} {seconds:.1f} s; all in `setup_parts_s`)"
+
+
 # The parts of the evaluations' slots' time (``runner.bench.slot_parts``), as the report names them.
 _SLOT_PARTS = {
     "worker": "in the worker",
@@ -68,6 +91,7 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
             f"{measured:.1f} s = {100 * measured / (lanes * manifest['wall_s']):.1f}% {of_what}"
             + (f"; compile warm-up {manifest['warmup_s']:.1f} s" if manifest.get("warmup_s") else "")
             + (f"; set-up before it {manifest['setup_s']:.1f} s" if manifest.get("setup_s") else "")
+            + _largest_setup_part(manifest.get("setup_parts_s"))
         )
         parts = manifest.get("wall_parts_s")
         if parts:  # added up, they make the wall time (per lane, summed over the lanes)
