@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import py_compile
+import shutil
 import signal
 import subprocess
 import sys
@@ -384,6 +385,74 @@ def test_the_workers_environment_follows_how_torch_is_installed(tmp_path: Path):
     assert {key: env.get(key) for key in expected} == expected
     assert not {"PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX"} - set(expected) & set(env)
     assert executor.environment()["bytecode"] == expected.get("PYTHONPYCACHEPREFIX", "installed")
+
+
+def _import_with_own_bytecode(site: Path, cache: Path, package: str, **env: str) -> subprocess.CompletedProcess:
+    """A fresh interpreter under ``PYTHONDONTWRITEBYTECODE=1`` that calls ``keep_own_bytecode`` for ``package`` and
+    then imports it (``-v``: which bytecode it read)."""
+    probe = (
+        "import sys; from pathlib import Path; from runner.executors.bytecode import keep_own_bytecode; "
+        f"print('prefix', keep_own_bytecode(Path(sys.argv[1]), ({package!r},))); import {package}"
+    )
+    return subprocess.run(
+        [sys.executable, "-v", "-c", probe, str(cache)],
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": f"{site}:{REPO}", "PYTHONDONTWRITEBYTECODE": "1", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_runs_own_process_keeps_its_bytecode_where_its_packages_have_none(tmp_path: Path):
+    """On the H200 machine the run's own imports (Hydra, MLflow and its store's SQLAlchemy and Alembic) had no
+    bytecode and its Python wrote none: ``import mlflow`` 2.7-3.6 s and its store 2.3-4.0 s of every set-up
+    (BENCHMARKS.md, forty-sixth session). The process's bytecode goes to a cache of its own, read back by the next."""
+    site, cache = tmp_path / "site", tmp_path / "cache"
+    _package(site, "kbench_uncompiled_pkg", compiled=False)
+    first = _import_with_own_bytecode(site, cache, "kbench_uncompiled_pkg")
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert f"prefix {cache}" in first.stdout
+    (written,) = (cache / site.relative_to("/") / "kbench_uncompiled_pkg").glob("__init__.*.pyc")
+    assert not (site / "kbench_uncompiled_pkg" / "__pycache__").exists()
+    second = _import_with_own_bytecode(site, cache, "kbench_uncompiled_pkg")
+    assert f"code object from '{written}'" in second.stderr  # read, not compiled again
+
+
+def test_the_runs_own_process_reads_the_installs_bytecode_or_the_prefix_it_was_given(tmp_path: Path):
+    site, cache = tmp_path / "site", tmp_path / "cache"
+    _package(site, "kbench_compiled_pkg", compiled=True)
+    installed = _import_with_own_bytecode(site, cache, "kbench_compiled_pkg")
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    assert "prefix None" in installed.stdout and not cache.exists()
+    _package(site, "kbench_uncompiled_pkg", compiled=False)
+    given = tmp_path / "given"
+    kept = _import_with_own_bytecode(site, cache, "kbench_uncompiled_pkg", PYTHONPYCACHEPREFIX=str(given))
+    assert f"prefix {given}" in kept.stdout and not cache.exists()
+
+
+def test_a_run_whose_configuration_package_has_no_bytecode_keeps_it_in_the_users_cache(tmp_path: Path):
+    """End to end, with a real package installed without bytecode: a copy of OmegaConf's sources first on the path.
+    The run's process compiles it once into ``$XDG_CACHE_HOME/kbench/pycache`` and the next run reads it; the
+    manifest says which bytecode its process used."""
+    import omegaconf
+
+    site, home = tmp_path / "site", tmp_path / "xdg"
+    shutil.copytree(Path(omegaconf.__file__).parent, site / "omegaconf", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PYTHONPATH": f"{site}:{REPO}", "PYTHONDONTWRITEBYTECODE": "1", "XDG_CACHE_HOME": str(home)}
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    args = ("run", "experiment=cpu_smoke", "suite.limit=1", "tracking=off", f"run.out_dir={tmp_path / 'runs'}")
+    manifests = []
+    for name in ("first", "second"):
+        done = kbench(*args, f"run.name={name}", *FAST_TIMING, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        (manifest,) = (tmp_path / "runs").glob(f"*-{name}-*/manifest.json")
+        manifests.append(json.loads(manifest.read_text()))
+        if name == "first":
+            (compiled,) = (home / "kbench" / "pycache" / site.relative_to("/") / "omegaconf").glob("omegaconf.*.pyc")
+            first_written = compiled.stat().st_mtime_ns
+    assert [m["environment"]["host"]["bytecode"] for m in manifests] == [str(home / "kbench" / "pycache")] * 2
+    assert compiled.stat().st_mtime_ns == first_written  # read by the second run, not compiled again
+    assert not (site / "omegaconf" / "__pycache__").exists()
 
 
 def test_the_run_command_starts_the_fork_server_before_it_imports_torch(tmp_path: Path):

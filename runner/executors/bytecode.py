@@ -1,4 +1,4 @@
-"""How the local executor's workers get Python's bytecode: the install's, or a cache of their own, compiled ahead.
+"""Where kbench's Python processes get their bytecode: the install's, or a cache of their own (workers: compiled ahead).
 
 Where the installed torch carries no bytecode for this interpreter (a ``pip --no-compile`` or ``uv`` install, read
 under ``PYTHONDONTWRITEBYTECODE=1``: the H100 machines), every fresh interpreter compiled torch and its compiler stack
@@ -14,6 +14,12 @@ core but one, while the server imports: it finds most modules compiled by the ti
 on GPUs: on a CPU its processes would share the cores with measurements on the host's clock. The files are written
 atomically, so the two writing one module at once is harmless; a compile that is killed leaves the modules it had
 not reached to be compiled on import, as before.
+
+The run's own process follows the same rule for its own imports (Hydra, OmegaConf, MLflow with SQLAlchemy and
+Alembic): on the H200 machine, where they were installed without bytecode, ``import mlflow`` took 2.7-3.6 s and
+opening its store 2.3-4.0 s of every run's set-up, 5-6 s of the 7.3-9.4 s (BENCHMARKS.md, forty-sixth session).
+``keep_own_bytecode`` keeps that process's bytecode under the user's cache (``$XDG_CACHE_HOME/kbench/pycache``,
+else ``~/.cache/kbench/pycache``): it is needed before the configuration says where the run's cache is.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ AHEAD_PACKAGES = (
     "torchgen",
     "functorch",
 )
+# What the run's own process imports from outside kbench and the standard library, as ``keep_own_bytecode`` asks.
+OWN_PACKAGES = ("hydra", "omegaconf", "mlflow")
 # Never imported by a worker, and a third of what the packages hold: their tests and torch's test helpers.
 _NOT_AHEAD = r"/(tests?|testing/_internal|benchmarks)/"
 
@@ -105,3 +113,30 @@ def _uncompiled_folder(package: str) -> Path | None:
         return None
     spec = importlib.util.find_spec(package)
     return Path(spec.origin).parent
+
+
+def own_bytecode_cache() -> Path | None:
+    """Where the run's own process keeps its bytecode (``keep_own_bytecode``): the user's cache folder, or None
+    where there is no home to hold it."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except RuntimeError:  # no HOME and no password entry
+            return None
+    return Path(base) / "kbench" / "pycache"
+
+
+def keep_own_bytecode(cache: Path | None, packages: tuple[str, ...] = OWN_PACKAGES) -> str | None:
+    """Where one of ``packages`` is installed without bytecode for this interpreter, this process's later imports
+    read and write theirs under ``cache`` (``sys.pycache_prefix``), also under ``PYTHONDONTWRITEBYTECODE=1``, and
+    nothing is written beside a source. Returns the folder now in use; None where the install's bytecode serves, and
+    a prefix already set (``PYTHONPYCACHEPREFIX``, ``-X pycache_prefix``) is kept. Only for a process started for
+    kbench: the prefix holds for every module the process imports after it."""
+    if sys.pycache_prefix is not None:
+        return sys.pycache_prefix
+    if cache is None or all(installed_with_bytecode(package) for package in packages):
+        return None
+    sys.pycache_prefix = str(cache)
+    sys.dont_write_bytecode = False
+    return sys.pycache_prefix

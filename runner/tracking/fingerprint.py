@@ -46,4 +46,7 @@ def host_fingerprint() -> dict:
         "platform": platform.platform(),
         "hostname": platform.node(),
         "packages": package_versions(),
+        # Where this process's Python bytecode comes from: a cache of its own (runner/executors/bytecode.py) or the
+        # install's.
+        "bytecode": sys.pycache_prefix or "installed",
     }
