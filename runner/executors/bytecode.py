@@ -132,7 +132,9 @@ def keep_own_bytecode(cache: Path | None, packages: tuple[str, ...] = OWN_PACKAG
     read and write theirs under ``cache`` (``sys.pycache_prefix``), also under ``PYTHONDONTWRITEBYTECODE=1``, and
     nothing is written beside a source. Returns the folder now in use; None where the install's bytecode serves, and
     a prefix already set (``PYTHONPYCACHEPREFIX``, ``-X pycache_prefix``) is kept. Only for a process started for
-    kbench: the prefix holds for every module the process imports after it."""
+    kbench: the prefix holds for every module the process imports after it, those installed with their bytecode too,
+    so the first process on an empty cache compiles those as well (once; a set-up of 13.7 s, then 3.5 s, on the H200
+    machine)."""
     if sys.pycache_prefix is not None:
         return sys.pycache_prefix
     if cache is None or all(installed_with_bytecode(package) for package in packages):
