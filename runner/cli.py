@@ -136,6 +136,7 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
     try:
         cfg = compose_config(overrides)
         settings = to_settings(cfg)
+        setup.mark("configuration")
         selection = SuiteSelection(
             cfg.suite.name,
             cfg.suite.layout.value,
@@ -148,7 +149,7 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
         )
         tasks = resolve_suite(selection, TASKS_DIR, SUITES_DIR)
         evaluations = plan(tasks, settings)
-        setup.mark("configuration")
+        setup.mark("suite")
         executor_settings = ExecutorSettings(
             timeout_s=cfg.executor.timeout_s,
             output_limit_bytes=cfg.executor.output_limit_mb << 20,

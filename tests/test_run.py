@@ -69,6 +69,7 @@ def test_the_set_up_is_timed_in_parts(tracked_run):
     assert set(parts) == {
         "interpreter",
         "configuration",
+        "suite",
         "executor_checks",
         "run_dir_and_executor",
         "fingerprint",
