@@ -41,6 +41,8 @@ def test_measured_share_is_of_every_lanes_wall_time():
     with_parts = render_report(frame, {"name": "r", "wall_s": 50.0, "setup_s": 7.25, "setup_parts_s": parts})
     assert "set-up before it 7.2 s (the largest part: MLflow's import 4.5 s; all in `setup_parts_s`)" in with_parts
     assert "largest part" not in set_up  # a run from before the parts were kept
+    suite_first = render_report(frame, {"name": "r", "wall_s": 50.0, "setup_s": 1.5, "setup_parts_s": {"suite": 1.0}})
+    assert "(the largest part: the tasks resolved and planned 1.0 s;" in suite_first
     assert "set-up" not in one  # a run from before the set-up was kept
 
 

@@ -36,7 +36,8 @@ _WALL_PARTS = {
 # The set-up's parts (``runner/setup_clock.py``), as the report names them.
 _SETUP_PARTS = {
     "interpreter": "Python's start and kbench's imports",
-    "configuration": "the configuration and the tasks",
+    "configuration": "the configuration",
+    "suite": "the tasks resolved and planned",
     "executor_checks": "the executor's checks",
     "gpu_readings": "the GPU readings",
     "run_dir_and_executor": "the run directory and the executor",
