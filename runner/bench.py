@@ -180,6 +180,7 @@ def duty(run_dir: Path) -> dict:
         "first_to_last_window_s": spans,
         "between_turns": between_turns(lane_results.values(), in_flight or None),
         "slot_parts_s": slot_parts(results),
+        "sweep_start_s": sweep_start(manifest, results),
         "turn_parts_s": turn_parts(sampled),
         "batches_rest_parts_s": batches_rest_parts(sampled),
         "short_batches": short_batches(sampled),
@@ -573,6 +574,59 @@ def _turns_sampled(run_dir: Path, results):
         audit_calls = sum(sum(times) for times in raw.get("sync_audit", {}).values()) / 1000.0
         audit_samples = sum(sum(times) for times in raw.get("audit_samples", {}).values()) / 1000.0
         yield turns[0], raw, batched, audit_calls, audit_samples, (job, result)
+
+
+# The sweep's start, in the order its steps come (``sweep_start``): from the process's start, when each was first seen.
+SWEEP_START_STEPS = (
+    "fork_server_started",
+    "fork_server_ready",
+    "sweep_started",
+    "first_slot_taken",
+    "first_worker_started",
+    "first_job_given",
+    "first_job_started",
+    "first_device_work",
+    "first_measurement",
+)
+
+
+def sweep_start(manifest: dict, results) -> dict | None:
+    """Where the start of the run's last invocation went, in seconds from its process's start (``from``; from its
+    sweep's start where the process is older than the run: ``main`` given its arguments): its first fork server
+    started and ready to fork (the local executor's), the sweep started (the set-up's end), the first slot taken, the
+    first worker started, given its job and starting it, the first device work (a window of a lane's token) and the
+    first measurement's turn. Of the evaluations whose slots that invocation took; None where an earlier step is not
+    recorded (another executor, an evaluation without a worker). On the H200 machine the first measurement came 8.1 s
+    after the process started, the fork server's imports the step it waited on (BENCHMARKS.md, forty-sixth session);
+    None for runs from before this was kept (forty-seventh)."""
+    last = manifest.get("last_invocation")
+    if not last:
+        return None
+    sweep = float(last["sweep_started"])
+    origin = last.get("process_started") or sweep
+    first: dict[str, float] = {"sweep_started": sweep}
+
+    def seen(step: str, when) -> None:
+        if when is not None:
+            first[step] = min(first.get(step, when), when)
+
+    for _, result in results:
+        taken = result.environment.get("lane", {}).get("slot", {}).get("taken")
+        if taken is None or taken < sweep:  # never dispatched, or by an earlier invocation
+            continue
+        seen("first_slot_taken", taken)
+        sandbox = result.environment.get("sandbox", {})
+        seen("fork_server_started", sandbox.get("fork_server_started"))
+        seen("fork_server_ready", sandbox.get("fork_server_ready"))
+        seen("first_worker_started", sandbox.get("process_started"))
+        seen("first_job_given", sandbox.get("job_given"))
+        seen("first_job_started", result.started_at or None)
+        for start, _, mode in token_windows(result.environment.get("device_token", {})):
+            seen("first_device_work", start)
+            if mode == EXCLUSIVE:
+                seen("first_measurement", start)
+    steps = {step: (first[step] - origin if step in first else None) for step in SWEEP_START_STEPS}
+    return {"from": "process start" if last.get("process_started") else "sweep start", **steps}
 
 
 def slot_parts(results) -> dict | None:

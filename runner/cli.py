@@ -113,6 +113,48 @@ def _quiet_libraries() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def _executor_settings(cfg, settings):
+    """The executor's settings from the composed configuration; the cache folder is given when the executor starts."""
+    from runner.executors import ExecutorSettings
+    from runner.executors.image_lock import LOCK_PATH
+
+    return ExecutorSettings(
+        timeout_s=cfg.executor.timeout_s,
+        output_limit_bytes=cfg.executor.output_limit_mb << 20,
+        file_size_limit_bytes=cfg.executor.file_size_limit_mb << 20,
+        env_passthrough=tuple(cfg.executor.env_passthrough),
+        prestart=cfg.executor.prestart,
+        start=cfg.executor.start.value,
+        in_flight=cfg.executor.in_flight,
+        compile_threads=cfg.executor.compile_threads,
+        spare_context_under_token=cfg.executor.spare_context_under_token,
+        memory_limit_bytes=cfg.executor.memory_limit_mb << 20,
+        pids_limit=cfg.executor.pids_limit,
+        cpus=cfg.executor.cpus,
+        scratch_mb=cfg.executor.scratch_mb,
+        image=cfg.executor.image or ("gpu" if settings.device == "cuda" else "cpu"),
+        image_lock=Path(cfg.executor.image_lock) if cfg.executor.image_lock else LOCK_PATH,
+        allow_unlocked_image=cfg.executor.allow_unlocked_image,
+        gpu_request=cfg.executor.gpu_request.value,
+        cdi_kind=cfg.executor.cdi_kind,
+        shared_compile_cache=cfg.executor.shared_compile_cache,
+    )
+
+
+def _start_executor(requested: str, executor_settings, cache_dir: Path, lane_ids: list[str | None]):
+    """The run's executor with its compile caches in ``cache_dir``, what it may start before the sweep started
+    (``Executor.prepare``: the local executor's fork servers import meanwhile)."""
+    from runner.executors import make_executor
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        executor = make_executor(requested, replace(executor_settings, cache_dir=cache_dir.resolve()))
+    except ExecutorUnavailable as exc:
+        raise UserError(str(exc)) from None
+    executor.prepare(lane_ids)
+    return executor
+
+
 def command_run(overrides: list[str], console: Console, own_process: bool = False) -> int:
     from runner.setup_clock import SetupClock, added_parts
 
@@ -120,61 +162,21 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
     setup = SetupClock(from_process_start=own_process)
     from omegaconf import OmegaConf
 
-    from runner.closing import finish
     from runner.configure import ConfigError, compose_config, hashed_yaml, to_settings, wrong_gpu
-    from runner.executors import ExecutorSettings, make_executor, preflight
-    from runner.executors.image_lock import LOCK_PATH
-    from runner.executors.local import LocalExecutor
+    from runner.executors import preflight
     from runner.gpu.nvml import read_gpu
-    from runner.orchestrator import Orchestrator, RunAborted, lane_gpu_ids, plan
     from runner.registry import UnknownName
-    from runner.rundir import RunDirBusy, config_hash, open_run_dir
-    from runner.tasks.model import TaskError
-    from runner.tasks.suites import SuiteSelection, resolve_suite
-    from runner.tracking.fingerprint import host_fingerprint
+    from runner.run_settings import lane_gpu_id
 
     try:
         cfg = compose_config(overrides)
         settings = to_settings(cfg)
         setup.mark("configuration")
-        selection = SuiteSelection(
-            cfg.suite.name,
-            cfg.suite.layout.value,
-            cfg.suite.path,
-            tuple(cfg.suite.tasks),
-            tuple(cfg.suite.categories),
-            tuple(cfg.suite.levels),
-            cfg.suite.limit,
-            cfg.suite.shard,
-        )
-        tasks = resolve_suite(selection, TASKS_DIR, SUITES_DIR)
-        evaluations = plan(tasks, settings)
-        setup.mark("suite")
-        executor_settings = ExecutorSettings(
-            timeout_s=cfg.executor.timeout_s,
-            output_limit_bytes=cfg.executor.output_limit_mb << 20,
-            file_size_limit_bytes=cfg.executor.file_size_limit_mb << 20,
-            env_passthrough=tuple(cfg.executor.env_passthrough),
-            prestart=cfg.executor.prestart,
-            start=cfg.executor.start.value,
-            in_flight=cfg.executor.in_flight,
-            compile_threads=cfg.executor.compile_threads,
-            spare_context_under_token=cfg.executor.spare_context_under_token,
-            memory_limit_bytes=cfg.executor.memory_limit_mb << 20,
-            pids_limit=cfg.executor.pids_limit,
-            cpus=cfg.executor.cpus,
-            scratch_mb=cfg.executor.scratch_mb,
-            image=cfg.executor.image or ("gpu" if settings.device == "cuda" else "cpu"),
-            image_lock=Path(cfg.executor.image_lock) if cfg.executor.image_lock else LOCK_PATH,
-            allow_unlocked_image=cfg.executor.allow_unlocked_image,
-            gpu_request=cfg.executor.gpu_request.value,
-            cdi_kind=cfg.executor.cdi_kind,
-            shared_compile_cache=cfg.executor.shared_compile_cache,
-        )
+        executor_settings = _executor_settings(cfg, settings)
         # Which executor runs (executor=auto resolved): no engine or no locked image stops here.
         choice = preflight(settings.executor, executor_settings)
         setup.mark("executor_checks")
-    except (ConfigError, TaskError, UnknownName, ExecutorUnavailable) as exc:
+    except (ConfigError, UnknownName, ExecutorUnavailable) as exc:
         raise UserError(str(exc)) from None
     requested = settings.executor
     settings = replace(settings, executor=choice.kind)
@@ -186,6 +188,7 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
     for warning in choice.warnings:
         console.print(f"[yellow]{warning}")
     gpu = {"available": False, "why": "CPU run"}
+    lane_ids: list[str | None] = [None]  # the host's one lane
     if settings.device == "cuda":
         # Every GPU of hardware.gpus, before anything is written: a run asking for a GPU that is not
         # there fails once, here, with one line naming it.
@@ -199,29 +202,64 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
             if mismatch:
                 raise UserError(mismatch)
         gpu = readings[0]
+        lane_ids = [lane_gpu_id(index, reading) for index, reading in zip(settings.gpus, readings)]
         setup.mark("gpu_readings")
-    resolved = OmegaConf.to_yaml(cfg)
-    cfg_hash = config_hash(hashed_yaml(cfg))
+    executor = None
     try:
-        run_dir = open_run_dir(Path(cfg.run.out_dir), settings.name, cfg_hash, resume=cfg.run.resume.value == "auto")
-    except RunDirBusy as exc:
-        raise UserError(str(exc)) from None
-    for left in run_dir.not_resumed:
-        console.print(
-            f"not resuming {left}: {_what_changed(left, cfg)}; a new run starts", markup=False, soft_wrap=True
-        )
-    # Compile caches live in the run (or where executor.compile_cache_dir says), shared by its
-    # sandboxes and by the warm-up pass.
-    cache_dir = Path(cfg.executor.compile_cache_dir) if cfg.executor.compile_cache_dir else run_dir.path / "cache"
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    executor_settings = replace(executor_settings, cache_dir=cache_dir.resolve())
-    try:
-        executor = make_executor(requested, executor_settings)
-    except ExecutorUnavailable as exc:
-        raise UserError(str(exc)) from None
-    # The local executor's fork servers import now, while the run sets itself up (MLflow and the rest).
-    executor.prepare(lane_gpu_ids(settings))
-    setup.mark("run_dir_and_executor")
+        if cfg.executor.compile_cache_dir:
+            # The executor's caches do not wait for the run directory: its fork servers start their imports (3.7-4.0 s
+            # on the H200 machine, which the sweep's first measurement waited on) before the tasks, the orchestrator's
+            # and the analysis' imports (pandas), the run directory and MLflow (BENCHMARKS.md, forty-seventh session).
+            executor = _start_executor(requested, executor_settings, Path(cfg.executor.compile_cache_dir), lane_ids)
+            setup.mark("executor")
+        from runner.closing import finish
+        from runner.executors import make_executor
+        from runner.executors.local import LocalExecutor
+        from runner.orchestrator import Orchestrator, RunAborted, plan
+        from runner.rundir import RunDirBusy, config_hash, open_run_dir
+        from runner.tasks.model import TaskError
+        from runner.tasks.suites import SuiteSelection, resolve_suite
+        from runner.tracking.fingerprint import host_fingerprint
+
+        try:
+            selection = SuiteSelection(
+                cfg.suite.name,
+                cfg.suite.layout.value,
+                cfg.suite.path,
+                tuple(cfg.suite.tasks),
+                tuple(cfg.suite.categories),
+                tuple(cfg.suite.levels),
+                cfg.suite.limit,
+                cfg.suite.shard,
+            )
+            tasks = resolve_suite(selection, TASKS_DIR, SUITES_DIR)
+            evaluations = plan(tasks, settings)
+        except (ConfigError, TaskError, UnknownName) as exc:
+            raise UserError(str(exc)) from None
+        setup.mark("suite")
+        resolved = OmegaConf.to_yaml(cfg)
+        cfg_hash = config_hash(hashed_yaml(cfg))
+        try:
+            run_dir = open_run_dir(
+                Path(cfg.run.out_dir), settings.name, cfg_hash, resume=cfg.run.resume.value == "auto"
+            )
+        except RunDirBusy as exc:
+            raise UserError(str(exc)) from None
+        for left in run_dir.not_resumed:
+            console.print(
+                f"not resuming {left}: {_what_changed(left, cfg)}; a new run starts", markup=False, soft_wrap=True
+            )
+        setup.mark("run_dir")
+        if executor is None:
+            # Without executor.compile_cache_dir the compile caches live in the run, shared by its sandboxes and by
+            # the warm-up pass.
+            executor = _start_executor(requested, executor_settings, run_dir.path / "cache", lane_ids)
+            setup.mark("executor")
+    except BaseException:
+        if executor is not None:
+            executor.close()  # its fork servers and their folders: nothing of the run was started
+        raise
+    executor_settings = executor.settings  # with its cache folder
     manifest = run_dir.read_manifest()
     host = host_fingerprint()
     setup.mark("fingerprint")
@@ -309,6 +347,9 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
     # adds it back. A resumed run adds each invocation's.
     manifest["setup_s"] = manifest.get("setup_s", 0.0) + setup.total()
     manifest["setup_parts_s"] = added_parts(manifest.get("setup_parts_s"), setup.parts)
+    # This invocation's process start and sweep start, epoch seconds (a resumed run keeps its last): what the sweep's
+    # first job and measurement waited for from there, with the workers' records (``runner.bench.sweep_start``).
+    manifest["last_invocation"] = {"process_started": setup.process_started, "sweep_started": time.time()}
     try:
         orchestrator.run(evaluations, manifest.get("mlflow_run_id"))
     except RunAborted as exc:

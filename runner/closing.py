@@ -22,9 +22,12 @@ def finish(run_dir: RunDir, manifest: dict, sink: MlflowSink | None, console: Co
     # the manifest, so a report rendered later, from the directory or from MLflow, says the same.
     # And where the evaluations' slots spent theirs, where the results say (``slot_parts_s``).
     figures = duty(run_dir.path)
-    for key in ("wall_parts_s", "slot_parts_s"):
+    # And how long its last invocation's first job and measurement took to come (``sweep_start_s``).
+    for key in ("wall_parts_s", "slot_parts_s", "sweep_start_s"):
         if figures[key]:
-            manifest[key] = {part: round(seconds, 3) for part, seconds in figures[key].items()}
+            manifest[key] = {
+                part: round(value, 3) if isinstance(value, float) else value for part, value in figures[key].items()
+            }
     run_dir.write_manifest(manifest)
     results_path = run_dir.path / "results.jsonl"
     results_path.write_text("".join(json.dumps(row, default=float) + "\n" for row in frame.to_dict("records")))

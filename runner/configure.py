@@ -12,8 +12,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from runner.config import KbenchConfig, register_schema
-from runner.orchestrator import RunSettings
 from runner.paths import CONF_DIR
+from runner.run_settings import RunSettings
 
 # Keys that change how a run is driven, not what it measures: left out of the config hash.
 VOLATILE_KEYS = (

@@ -39,6 +39,8 @@ class SetupClock:
         self._last = time.perf_counter()
         before = seconds_since_process_start() if from_process_start else None
         self.parts: dict[str, float] = {} if before is None else {"interpreter": before}
+        # When the process started, epoch seconds as the results' times (None where its age is not the run's).
+        self.process_started: float | None = None if before is None else time.time() - before
 
     def mark(self, name: str) -> None:
         now = time.perf_counter()

@@ -688,3 +688,36 @@ def test_processes_stops_a_process_past_its_limit(monkeypatch):
     (task,) = [t for t in load_native_tasks(TASKS_DIR) if t.task_id == "relu_fp16"]
     with pytest.raises(RuntimeError, match=r"process 0 ran past 0\.2 s"):
         process_modes_module.process_modes([str(task.path)], 2, device="cpu")
+
+
+def test_the_sweep_start_follows_the_first_evaluation_from_the_process_start(two_passes, tmp_path: Path):
+    """How long the sweep's first job and measurement took to come from the process's start, and what they waited
+    on: on the H200 machine the first measurement came 8.1 s in, after the fork server's imports (BENCHMARKS.md,
+    forty-sixth session). Of the last invocation's evaluations only: a resumed run's earlier ones are not its start."""
+    run, results = _copy_of(two_passes[0], tmp_path)
+    start = duty(run)["sweep_start_s"]
+    assert start["from"] == "process start"
+    chain = ("fork_server_started", "fork_server_ready", "first_worker_started", "first_job_given")
+    chain += ("first_job_started", "first_device_work", "first_measurement")
+    assert all(start[step] is not None for step in chain)
+    assert 0 < start["fork_server_started"] < start["sweep_started"]  # it imports during the set-up
+    assert [start[step] for step in chain] == sorted(start[step] for step in chain)
+    assert start["sweep_started"] <= start["first_slot_taken"] <= start["first_job_given"]
+    manifest = json.loads((run / "manifest.json").read_text())
+    last = manifest["last_invocation"]
+    assert start["sweep_started"] == pytest.approx(last["sweep_started"] - last["process_started"])
+    assert start["sweep_started"] == pytest.approx(manifest["setup_s"], abs=0.05)
+    # The evaluation that took its slot first belongs to an earlier invocation: the other one is the start now.
+    taken = sorted(json.loads(path.read_text())["environment"]["lane"]["slot"]["taken"] for path in results)
+    last["sweep_started"] = (taken[0] + taken[1]) / 2
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    later = duty(run)["sweep_start_s"]
+    assert later["first_slot_taken"] == pytest.approx(taken[1] - last["process_started"])
+    assert later["first_measurement"] > start["first_measurement"]
+    # A run given its arguments in an older process: from its sweep's start; one from before this was kept: none.
+    last["process_started"] = None
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert duty(run)["sweep_start_s"]["from"] == "sweep start" and duty(run)["sweep_start_s"]["sweep_started"] == 0
+    del manifest["last_invocation"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert duty(run)["sweep_start_s"] is None

@@ -168,7 +168,9 @@ def test_the_executor_falls_back_to_fresh_interpreters_and_records_why(tmp_path:
     finally:
         executor.close()
     assert outcome.exit_code == 3
-    assert outcome.environment == {"started_by": "fresh interpreter"}
+    assert outcome.environment["started_by"] == "fresh interpreter"
+    assert set(outcome.environment) == {"started_by", "process_started", "job_given"}  # no server's times
+    assert outcome.environment["process_started"] <= outcome.environment["job_given"]
     recorded = executor.environment()
     assert recorded["start"] == "exec" and "this runner is broken" in recorded["fork_server_failed"]
     assert not list((tmp_path / "cache" / "sandboxes").iterdir())  # the failed server's folder too
@@ -455,25 +457,39 @@ def test_a_run_whose_configuration_package_has_no_bytecode_keeps_it_in_the_users
     assert not (site / "omegaconf" / "__pycache__").exists()
 
 
-def test_the_run_command_starts_the_fork_server_before_it_imports_torch(tmp_path: Path):
-    """The CLI imported torch for its closing report before it started the fork servers: 5.5 s of set-up on the
-    H100 machine before the servers' own imports began (BENCHMARKS.md, twenty-fourth session)."""
-    probe = f"""
-import json, sys
+_PREPARE_PROBE = """
+import json, os, sys
+from pathlib import Path
 import runner.executors.local as local
-seen = {{}}
+seen = []
 real_prepare = local.LocalExecutor.prepare
 def prepare(self, gpus):
-    seen.setdefault("torch_imported", "torch" in sys.modules)
+    runs = Path(sys.argv[1]) / "runs"
+    seen.append({{
+        "orchestrator_imported": "runner.orchestrator" in sys.modules,
+        "pandas_imported": "pandas" in sys.modules,
+        "torch_imported": "torch" in sys.modules,
+        "run_dirs": len(list(runs.glob("*"))) if runs.exists() else 0,
+    }})
     return real_prepare(self, gpus)
 local.LocalExecutor.prepare = prepare
 from runner.cli import main
-code = main(["run", "experiment=cpu_smoke", "executor=local", "suite.limit=1", "tracking=off",
-             "run.out_dir={tmp_path / "runs"}", "eval.timing.min_samples=5", "eval.timing.time_cap_s=1"])
-print(json.dumps({{"code": code, **seen}}))
+base = ["run", "experiment=cpu_smoke", "executor=local", "suite.limit=1", "tracking=off", "run.out_dir=runs",
+        "eval.timing.min_samples=5", "eval.timing.time_cap_s=1"]
+codes = [main(base + extra) for extra in {runs}]
+children = [pid for pid in os.listdir("/proc") if pid.isdigit()
+            and Path(f"/proc/{{pid}}/stat").exists()
+            and Path(f"/proc/{{pid}}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid())]
+print(json.dumps({{"codes": codes, "seen": seen, "children": children}}))
 """
+
+
+def _probe_prepare(tmp_path: Path, runs: list[list[str]]) -> dict:
+    """``kbench run`` in-process once per item of ``runs`` (its extra overrides), ``LocalExecutor.prepare`` watched:
+    what had been imported and how many run folders existed when each run started its executor; the exit codes; the
+    probe's children left at the end."""
     done = subprocess.run(
-        [sys.executable, "-c", probe],
+        [sys.executable, "-c", _PREPARE_PROBE.format(runs=repr(runs)), str(tmp_path)],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -481,4 +497,42 @@ print(json.dumps({{"code": code, **seen}}))
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"code": 0, "torch_imported": False}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_run_command_starts_the_fork_server_before_it_imports_torch(tmp_path: Path):
+    """The CLI imported torch for its closing report before it started the fork servers: 5.5 s of set-up on the
+    H100 machine before the servers' own imports began (BENCHMARKS.md, twenty-fourth session)."""
+    probe = _probe_prepare(tmp_path, [[]])
+    assert probe["codes"] == [0] and probe["seen"][0]["torch_imported"] is False
+
+
+def test_a_run_whose_compile_cache_is_given_starts_its_fork_server_before_the_tasks_and_the_run_directory(
+    tmp_path: Path,
+):
+    """On the H200 machine the sweep's first measurement waited on the fork server's imports (3.7-4.0 s), which began
+    only after the tasks, the orchestrator's and the analysis' imports (pandas) and the run directory (BENCHMARKS.md,
+    forty-sixth session). With ``executor.compile_cache_dir`` the executor's folders are known from the configuration:
+    its server starts before any of that. Without it the caches live in the run directory, so it starts after."""
+    probe = _probe_prepare(tmp_path, [[f"executor.compile_cache_dir={tmp_path / 'cc'}"], ["run.name=second"]])
+    assert probe["codes"] == [0, 0]
+    early, late = probe["seen"]
+    assert early == {"orchestrator_imported": False, "pandas_imported": False, "torch_imported": False, "run_dirs": 0}
+    assert late["run_dirs"] == 2  # the first run's and this one's, made before its executor
+    (first,) = (tmp_path / "runs").glob("*-cpu_smoke-*/manifest.json")
+    manifest = json.loads(first.read_text())
+    parts, start = manifest["setup_parts_s"], manifest["sweep_start_s"]
+    assert "interpreter" not in parts and start["from"] == "sweep start"  # in-process: the process is not the run's
+    assert start["fork_server_started"] < -(parts["suite"] + parts["run_dir"])  # before the tasks, from the sweep's
+
+
+def test_a_run_that_fails_after_its_fork_server_started_stops_it(tmp_path: Path):
+    """A user's mistake found after the early start (a task that does not exist) ends with exit code 2 as before, and
+    the fork server started for it is stopped and its folder removed, not left to the run's process's end."""
+    cache = tmp_path / "cc"
+    probe = _probe_prepare(tmp_path, [[f"executor.compile_cache_dir={cache}", "suite.tasks=[no_such_task]"]])
+    assert probe["codes"] == [2]
+    assert probe["seen"] and probe["seen"][0]["run_dirs"] == 0  # it had started, before the tasks were resolved
+    assert probe["children"] == []
+    assert not list((cache / "sandboxes").glob("fork-server-*"))
+    assert not (tmp_path / "runs").exists()  # nothing of the run was written

@@ -127,3 +127,23 @@ def test_the_report_counts_the_candidates_autotuned_kernels_and_how_they_got_the
     section = text.split("## Autotuned kernels", 1)[1]
     assert "| mine | 1 | 0 | 0 | 1 |" in section
     assert "| reference | 2 | 2 | 1 | 0 |" in section
+
+
+def test_the_report_says_when_the_first_measurement_came():
+    """The sweep's start (``runner.bench.sweep_start``, kept in the manifest when the run ends): the first measurement
+    from the process's start, with the steps it waited on; from the sweep's start for a run given its arguments in an
+    older process; no line where none was kept or nothing was measured."""
+    frame = _frame([10.0])
+    start = {"from": "process start", "fork_server_ready": 5.5, "sweep_started": 4.47, "first_job_given": 7.4}
+    text = render_report(frame, {"name": "r", "wall_s": 20.0, "sweep_start_s": {**start, "first_measurement": 8.14}})
+    assert (
+        "- the sweep's start: the first measurement 8.1 s after the process started (the fork server ready at 5.5 s, "
+        "the set-up done at 4.5 s, the first job given to a worker at 7.4 s); every step in `sweep_start_s`" in text
+    )
+    older = {"from": "sweep start", "sweep_started": 0.0, "fork_server_ready": None, "first_measurement": 1.25}
+    assert "the first measurement 1.2 s after the sweep started (the set-up done at 0.0 s)" in render_report(
+        frame, {"name": "r", "wall_s": 20.0, "sweep_start_s": older}
+    )
+    assert "sweep's start" not in render_report(frame, {"name": "r", "wall_s": 20.0})
+    unmeasured = {**start, "first_measurement": None}
+    assert "sweep's start" not in render_report(frame, {"name": "r", "wall_s": 20.0, "sweep_start_s": unmeasured})

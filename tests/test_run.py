@@ -71,7 +71,8 @@ def test_the_set_up_is_timed_in_parts(tracked_run):
         "configuration",
         "suite",
         "executor_checks",
-        "run_dir_and_executor",
+        "run_dir",
+        "executor",
         "fingerprint",
         "mlflow_import",
         "mlflow_store",
@@ -85,6 +86,14 @@ def test_the_set_up_is_timed_in_parts(tracked_run):
     largest = max(parts.values())
     assert "(the largest part: " in (run_dir / "report.md").read_text()
     assert f" {largest:.1f} s; all in `setup_parts_s`)" in (run_dir / "report.md").read_text()
+    # And when the sweep's first measurement came, from the process's start (``runner.bench.sweep_start``).
+    start = manifest["sweep_start_s"]
+    assert start["from"] == "process start" and start["first_measurement"] > start["sweep_started"] > 0
+    assert start["sweep_started"] == pytest.approx(manifest["setup_s"], abs=0.05)
+    assert (
+        f"the first measurement {start['first_measurement']:.1f} s after the process started"
+        in (run_dir / "report.md").read_text()
+    )
 
 
 def test_mlflow_parent_and_children(tracked_run):

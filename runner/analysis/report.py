@@ -40,7 +40,9 @@ _SETUP_PARTS = {
     "suite": "the tasks resolved and planned",
     "executor_checks": "the executor's checks",
     "gpu_readings": "the GPU readings",
-    "run_dir_and_executor": "the run directory and the executor",
+    "executor": "the executor's start",
+    "run_dir": "the run directory",
+    "run_dir_and_executor": "the run directory and the executor",  # runs from before the forty-seventh session
     "fingerprint": "the host's fingerprint",
     "mlflow_import": "MLflow's import",
     "mlflow_store": "MLflow's store",
@@ -69,6 +71,26 @@ _SLOT_PARTS = {
     "collect": "collecting",
     "read_gpu_after": "reading the GPU after",
 }
+
+# The sweep's start (``runner.bench.sweep_start``): the steps the report names, after the first measurement's.
+_SWEEP_START_STEPS = {
+    "fork_server_ready": "the fork server ready",
+    "sweep_started": "the set-up done",
+    "first_job_given": "the first job given to a worker",
+}
+
+
+def _sweep_start_line(start: dict) -> str:
+    """``the first measurement 8.1 s after the process started (the fork server ready at 5.5 s, ...)``."""
+    origin = "the process" if start.get("from") == "process start" else "the sweep"
+    steps = [
+        f"{label} at {start[step]:.1f} s" for step, label in _SWEEP_START_STEPS.items() if start.get(step) is not None
+    ]
+    return (
+        f"the first measurement {start['first_measurement']:.1f} s after {origin} started"
+        + (f" ({', '.join(steps)})" if steps else "")
+        + "; every step in `sweep_start_s`"
+    )
 
 
 def render_report(frame: pd.DataFrame, manifest: dict) -> str:
@@ -116,6 +138,9 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
                     if round(slots.get(part) or 0.0, 1)  # what would read "0.0 s" is not named
                 )
             )
+        start = manifest.get("sweep_start_s")
+        if start and start.get("first_measurement") is not None:
+            lines.append(f"- the sweep's start: {_sweep_start_line(start)}")
     lines.append("")
     if frame.empty:
         return "\n".join(lines + ["No finished evaluations.", ""])

@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from runner.executors.zygote import MAX_MESSAGE
@@ -69,6 +70,7 @@ class ForkServer:
         self.home = home
         self._channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.log_path = home / "fork-server.log"
+        self.started_at = time.time()  # epoch seconds, as the results' other times: when its interpreter was started
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "runner.executors.zygote", str(theirs.fileno())],
@@ -89,6 +91,7 @@ class ForkServer:
         self._closed = False
         ready = self._first_message(start_timeout_s)
         self.pid, self.import_s = ready["ready"], ready["import_s"]
+        self.ready_at = time.time()  # when it could fork its first worker
         self._reader = threading.Thread(target=self._read, name="kbench-fork-server", daemon=True)
         self._reader.start()
 

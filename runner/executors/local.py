@@ -283,11 +283,20 @@ class _Sandbox:
 
     def __init__(self, process, home: Path, settings: ExecutorSettings) -> None:
         self.process, self.home, self.settings = process, home, settings
+        # When it was started and (``run``) given its job, epoch seconds; a forked worker's record also says when its
+        # server was started and ready, and the imports it did not pay (its server's, once per device): where the
+        # sweep's start went (``runner.bench.sweep_start``).
         if isinstance(process, ForkedProcess):
-            # The imports this worker did not pay (its server's, once per device) are on record with it.
-            self.started = {"started_by": "fork server", "fork_server_import_s": process.server.import_s}
+            server = process.server
+            self.started = {
+                "started_by": "fork server",
+                "fork_server_import_s": server.import_s,
+                "fork_server_started": server.started_at,
+                "fork_server_ready": server.ready_at,
+            }
         else:
             self.started = {"started_by": "fresh interpreter"}
+        self.started["process_started"] = time.time()
         self.drains = [
             _Drain(pipe, home / name, settings.output_limit_bytes)
             for pipe, name in zip((self.process.stdout, self.process.stderr), _LOGS)
@@ -304,6 +313,7 @@ class _Sandbox:
 
     def run(self, job_dir: Path, on_started=None) -> ExecutionOutcome:
         started = time.perf_counter()
+        self.started["job_given"] = time.time()
         try:
             self.process.stdin.write(f"{job_dir}\n".encode())
             self.process.stdin.close()
