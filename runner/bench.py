@@ -595,8 +595,8 @@ def sweep_start(manifest: dict, results) -> dict | None:
     sweep's start where the process is older than the run: ``main`` given its arguments): its first fork server
     started and ready to fork (the local executor's), the sweep started (the set-up's end), the first slot taken, the
     first worker started, given its job and starting it, the first device work (a window of a lane's token) and the
-    first measurement's turn. Of the evaluations whose slots that invocation took; None where an earlier step is not
-    recorded (another executor, an evaluation without a worker). On the H200 machine the first measurement came 8.1 s
+    first measurement's turn. Of the evaluations whose slots that invocation took; a step is None where nothing
+    recorded it (another executor, no evaluation dispatched). On the H200 machine the first measurement came 8.1 s
     after the process started, the fork server's imports the step it waited on (BENCHMARKS.md, forty-sixth session);
     None for runs from before this was kept (forty-seventh)."""
     last = manifest.get("last_invocation")

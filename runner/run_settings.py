@@ -58,8 +58,3 @@ def lane_gpu_id(index: int, reading: dict | None = None) -> str:
     """The id a lane's sandboxes are pinned to: the GPU's UUID, or its index where NVML cannot say."""
     reading = read_gpu(index) if reading is None else reading
     return reading["uuid"] if reading.get("available") else str(index)
-
-
-def lane_gpu_ids(settings: RunSettings) -> list[str | None]:
-    """Every lane's id, as ``Orchestrator`` will pin them (None: the host, for a CPU run)."""
-    return [lane_gpu_id(index) for index in settings.gpus] if settings.device == "cuda" else [None]
