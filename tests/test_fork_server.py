@@ -477,17 +477,16 @@ from runner.cli import main
 base = ["run", "experiment=cpu_smoke", "executor=local", "suite.limit=1", "tracking=off", "run.out_dir=runs",
         "eval.timing.min_samples=5", "eval.timing.time_cap_s=1"]
 codes = [main(base + extra) for extra in {runs}]
-children = [pid for pid in os.listdir("/proc") if pid.isdigit()
-            and Path(f"/proc/{{pid}}/stat").exists()
-            and Path(f"/proc/{{pid}}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid())]
-print(json.dumps({{"codes": codes, "seen": seen, "children": children}}))
+from tests.conftest import processes_under
+left = [pid for pid in processes_under(Path(sys.argv[1])) if pid != os.getpid()]
+print(json.dumps({{"codes": codes, "seen": seen, "left": left}}))
 """
 
 
 def _probe_prepare(tmp_path: Path, runs: list[list[str]]) -> dict:
     """``kbench run`` in-process once per item of ``runs`` (its extra overrides), ``LocalExecutor.prepare`` watched:
     what had been imported and how many run folders existed when each run started its executor; the exit codes; the
-    probe's children left at the end."""
+    processes left at the end in ``tmp_path`` (its fork servers' folders among them), the probe's own apart."""
     done = subprocess.run(
         [sys.executable, "-c", _PREPARE_PROBE.format(runs=repr(runs)), str(tmp_path)],
         cwd=tmp_path,
@@ -533,6 +532,6 @@ def test_a_run_that_fails_after_its_fork_server_started_stops_it(tmp_path: Path)
     probe = _probe_prepare(tmp_path, [[f"executor.compile_cache_dir={cache}", "suite.tasks=[no_such_task]"]])
     assert probe["codes"] == [2]
     assert probe["seen"] and probe["seen"][0]["run_dirs"] == 0  # it had started, before the tasks were resolved
-    assert probe["children"] == []
+    assert probe["left"] == []
     assert not list((cache / "sandboxes").glob("fork-server-*"))
     assert not (tmp_path / "runs").exists()  # nothing of the run was written
