@@ -123,6 +123,41 @@ def test_the_fork_servers_imports_cover_the_kernel_census_profiler():
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
 
 
+_FORKED_AFTER_PRELOAD = r"""
+import json, os, threading
+from runner.executors.zygote import preload
+from runner.worker.prewarm import PREWARMED
+preload()
+try:
+    from triton.runtime.cache import triton_key
+except ImportError:
+    from triton.compiler.compiler import triton_key
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    seen = {"cached": triton_key.cache_info().currsize, "threads": threading.active_count()}
+    os.write(write, json.dumps(seen).encode())
+    os._exit(0)
+os.waitpid(pid, 0)
+print(json.dumps({"child": json.loads(os.read(read, 4096)), "record": PREWARMED.get("triton key")}))
+"""
+
+
+def test_a_worker_forked_from_the_server_finds_tritons_source_key_cached():
+    """Triton's source key hashes its compiler and ``libtriton.so`` (0.4-0.5 s in each of a run's first eight workers
+    on the H200, inside their check kernels' first load). The fork server hashes it once, in a thread beside its
+    imports, and joins that thread before it returns from them: a child forked afterwards finds the key cached and no
+    other thread of the server's running."""
+    pytest.importorskip("triton")
+    proc = subprocess.run(
+        [sys.executable, "-c", _FORKED_AFTER_PRELOAD], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["child"] == {"cached": 1, "threads": 1}
+    assert isinstance(out["record"], float)
+
+
 def test_the_check_kernels_marker_names_what_compiled_them(tmp_path, monkeypatch):
     """The marker a spare leaves in the checks' cache once it prepared every check kernel there is named for what
     the kernels were compiled by and for: a later process on another GPU architecture, or under another Triton,

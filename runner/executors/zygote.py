@@ -65,15 +65,22 @@ def preload() -> None:
     """The worker's imports, paid once here (the same ones a spare makes before its job). torch.compile's stack
     is among them even for a run of eager candidates only: the kernel census's profiler imports it on a GPU (about
     900 modules), and a job that paid that import in its correctness stage held the device's token for seconds
-    (a full reference pass without it: cohort gaps of 6-7 s instead of 0.8; BENCHMARKS.md, twenty-third session)."""
+    (a full reference pass without it: cohort gaps of 6-7 s instead of 0.8; BENCHMARKS.md, twenty-third session).
+    Triton's source key is hashed in a thread beside them (``prewarm.triton_key_beside``), which ends before this
+    returns: no thread runs when the server forks."""
     import torch  # noqa: F401
+
+    from runner.worker.prewarm import prewarm_compiler, triton_key_beside
+
+    triton_key = triton_key_beside()  # hashed beside the imports below; joined before any fork
     import torch._dynamo  # noqa: F401
     import torch._inductor.compile_fx  # noqa: F401
 
     import runner.worker.evaluate  # noqa: F401
     from runner.executors.local import worker_limits  # noqa: F401 (imported now, not in each child)
-    from runner.worker.prewarm import prewarm_compiler
 
+    if triton_key is not None:
+        triton_key.join()
     prewarm_compiler(None)  # host-only steps: the compiler's modules and torch's source key
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import importlib
 import os
 import select
+import threading
 import time
 
 import torch
@@ -139,6 +140,28 @@ def prewarm_compiler(device: torch.device | None) -> dict:
     _step("joint_graph patterns", joint_graph_patterns)
     _step("post_grad patterns", post_grad_patterns)
     return PREWARMED
+
+
+def triton_key_beside() -> threading.Thread | None:
+    """Start computing Triton's source key (its cache's version part) in a thread, for the fork server to join before
+    it forks: every worker forked after that finds the key cached for the life of its process, as inductor's compile
+    pool does (``async_compile.pre_fork_setup``). The key hashes Triton's compiler sources and ``libtriton.so`` (about
+    500 MB), host work only; the first check kernel a process loads computes it, or inductor's "system key" step. On
+    the H200 it took each of a run's first eight workers 0.4-0.5 s on the way to their jobs (their check kernels loaded
+    in 0.49-0.61 s, a spare's in 0.09-0.11 s once that step had paid it; BENCHMARKS.md, fiftieth session). In a thread
+    it costs the server no time: the hashing and the reading release the GIL while the compiler stack imports.
+    Recorded as ``triton key`` (seconds, or why not done); None where Triton is missing."""
+    try:
+        try:
+            from triton.runtime.cache import triton_key
+        except ImportError:  # older Tritons define it in their compiler
+            from triton.compiler.compiler import triton_key
+    except ImportError as exc:
+        PREWARMED["triton key"] = f"not done: {type(exc).__name__}: {exc}"[:200]
+        return None
+    thread = threading.Thread(target=_step, args=("triton key", triton_key), name="triton key", daemon=True)
+    thread.start()
+    return thread
 
 
 def prewarm_checks() -> dict:
