@@ -19,6 +19,9 @@ The kernel census's (``kernel_census.py``): the CUDA profiler started and stoppe
 Its first start in a process (CUPTI's and Kineto's set-up) took 60 ms (median) of the census inside the
 correctness stage; after the spare's, 1.6 ms (BENCHMARKS.md, twenty-fifth session).
 
+Triton's source key (``triton_key_beside``): hashed once by the fork server, in a thread beside its imports, so that
+no forked worker pays it (0.4-0.5 s in each of a run's first workers on the H200, inside their check kernels' load).
+
 Each step is timed and recorded; one that this torch does not have, or that fails, is recorded as
 not done, never an error. ``start_spare`` runs it all in a worker started ahead of its job (imports,
 on a GPU the CUDA context, then the pre-warm, skipped where the job is already waiting, except a load of the
@@ -148,9 +151,10 @@ def triton_key_beside() -> threading.Thread | None:
     pool does (``async_compile.pre_fork_setup``). The key hashes Triton's compiler sources and ``libtriton.so`` (about
     500 MB), host work only; the first check kernel a process loads computes it, or inductor's "system key" step. On
     the H200 it took each of a run's first eight workers 0.4-0.5 s on the way to their jobs (their check kernels loaded
-    in 0.49-0.61 s, a spare's in 0.09-0.11 s once that step had paid it; BENCHMARKS.md, fiftieth session). In a thread
-    it costs the server no time: the hashing and the reading release the GIL while the compiler stack imports.
-    Recorded as ``triton key`` (seconds, or why not done); None where Triton is missing."""
+    in 0.49-0.61 s, a spare's in 0.09-0.11 s once that step had paid it; in 0.09-0.10 s with the key hashed here;
+    BENCHMARKS.md, fiftieth session). The hashing and the reading release the GIL, so the thread runs beside the
+    compiler stack's imports: the server's imports took 3.98 s with it, 4.13 s without (two H200 machines). Recorded as
+    ``triton key`` (the thread's seconds, or why not done); None where Triton is missing."""
     try:
         try:
             from triton.runtime.cache import triton_key
