@@ -21,6 +21,7 @@ from rich.console import Console
 from runner.executors.base import ExecutorUnavailable
 from runner.executors.bytecode import keep_own_bytecode, own_bytecode_cache
 from runner.paths import SUITES_DIR, TASKS_DIR
+from runner.tracking.opening import OpenedTracking, TrackingBeside
 
 USER_ERROR = 2
 
@@ -285,47 +286,55 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
         }
     else:
         console.print(f"resuming run {run_dir.path}")
-    sink = None
+    tracking = OpenedTracking()
     if cfg.tracking.enabled:
-        _quiet_libraries()
-        from runner.tracking.mlflow_sink import MlflowSink
+        parent_params = {
+            "name": settings.name,
+            "suite": settings.suite,
+            "hardware": settings.hardware,
+            "methods": ",".join(settings.methods),
+            "model": settings.model,
+            "executor": settings.executor,
+            "seed": settings.seed,
+            "trials": settings.trials,
+            "timed_shape_trials": settings.timed_shape_trials or settings.trials,
+            "config_hash": cfg_hash,
+            "evaluations": len(evaluations),
+        }
+        parent_tags = {
+            "git_commit": host["git_commit"],
+            "kbench_version": host["kbench_version"],
+            "run_dir": str(run_dir.path.resolve()),
+        }
+        resumed_parent = manifest.get("mlflow_run_id")
 
-        setup.mark("mlflow_import")
-        try:
+        def open_tracking(clock):
+            # In a thread beside the sweep's start (runner/tracking/opening.py): nothing here touches the manifest.
+            _quiet_libraries()
+            from runner.tracking.mlflow_sink import MlflowSink
+
+            clock.mark("mlflow_import")
             sink = MlflowSink(cfg.tracking.uri, cfg.tracking.experiment)
-            setup.mark("mlflow_store")
-            manifest["mlflow_run_id"] = sink.start_parent(
-                manifest.get("mlflow_run_id"),
-                run_dir.path.name,
-                params={
-                    "name": settings.name,
-                    "suite": settings.suite,
-                    "hardware": settings.hardware,
-                    "methods": ",".join(settings.methods),
-                    "model": settings.model,
-                    "executor": settings.executor,
-                    "seed": settings.seed,
-                    "trials": settings.trials,
-                    "timed_shape_trials": settings.timed_shape_trials or settings.trials,
-                    "config_hash": cfg_hash,
-                    "evaluations": len(evaluations),
-                },
-                tags={
-                    "git_commit": host["git_commit"],
-                    "kbench_version": host["kbench_version"],
-                    "run_dir": str(run_dir.path.resolve()),
-                },
-            )
+            clock.mark("mlflow_store")
+            parent = sink.start_parent(resumed_parent, run_dir.path.name, params=parent_params, tags=parent_tags)
+            sink.log_parent_artifacts(parent, [run_dir.path / "config.yaml", run_dir.manifest_path])
+            clock.mark("mlflow_parent_run")
+            return sink, parent
+
+        def parent_opened(parent_run_id: str) -> None:  # on the run's main thread: the manifest's only writer
+            manifest["mlflow_run_id"] = parent_run_id
             run_dir.write_manifest(manifest)
-            sink.log_parent_artifacts(manifest["mlflow_run_id"], [run_dir.path / "config.yaml", run_dir.manifest_path])
-        except Exception as exc:  # SinkError, or a store MLflow cannot open at all: the files stay the record
-            why = f"{type(exc).__name__}: {str(exc).splitlines()[0]}" if str(exc) else type(exc).__name__
+
+        run_dir.write_manifest(manifest)  # logged as the parent's artifact, as it stands, until the run's end
+
+        def unavailable(why: str) -> None:
             console.print(
                 f"MLflow unavailable ({why}); results stay in {run_dir.path}", style="red", markup=False, soft_wrap=True
             )
-            sink = None
-        setup.mark("mlflow_parent_run")
-    run_dir.write_manifest(manifest)
+
+        tracking = TrackingBeside(open_tracking, parent_opened, unavailable)
+    else:
+        run_dir.write_manifest(manifest)
     console.print(
         f"run {run_dir.path}: {len(evaluations)} evaluations "
         f"({len(tasks)} tasks × {len(settings.methods)} methods) on {settings.hardware}, executor {settings.executor}"
@@ -339,19 +348,19 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
         warmup_executor = make_executor(requested, replace(executor_settings, prestart=0, in_flight=1))
         if isinstance(warmup_executor, LocalExecutor) and isinstance(executor, LocalExecutor):
             warmup_executor.borrow_fork_servers(executor)
-    orchestrator = Orchestrator(settings, run_dir, executor, sink, console, host["git_commit"], warmup_executor)
+    orchestrator = Orchestrator(settings, run_dir, executor, tracking, console, host["git_commit"], warmup_executor)
     setup.mark("orchestrator")
     started = time.perf_counter()
     # Before the sweep: the interpreter's start, the configuration, the tasks, the executor's checks, the GPU
-    # readings, MLflow's parent run (the fork servers import meanwhile). Not in ``wall_s``; ``runner.bench duty``
-    # adds it back. A resumed run adds each invocation's.
+    # readings (the fork servers import meanwhile; MLflow opens beside the sweep's start). Not in ``wall_s``;
+    # ``runner.bench duty`` adds it back. A resumed run adds each invocation's.
     manifest["setup_s"] = manifest.get("setup_s", 0.0) + setup.total()
     manifest["setup_parts_s"] = added_parts(manifest.get("setup_parts_s"), setup.parts)
     # This invocation's process start and sweep start, epoch seconds (a resumed run keeps its last): what the sweep's
     # first job and measurement waited for from there, with the workers' records (``runner.bench.sweep_start``).
     manifest["last_invocation"] = {"process_started": setup.process_started, "sweep_started": time.time()}
     try:
-        orchestrator.run(evaluations, manifest.get("mlflow_run_id"))
+        orchestrator.run(evaluations)
     except RunAborted as exc:
         raise UserError(str(exc)) from None
     finally:
@@ -363,6 +372,11 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
         if warmup_executor is not None:
             warmup_executor.close()
         executor.close()
+        # MLflow's parent run into the manifest (``parent_opened``), for a resume, where no result was logged yet.
+        sink, _ = tracking.wait()
+        if isinstance(tracking, TrackingBeside):
+            manifest["tracking_beside_s"] = tracking.record()
+            run_dir.write_manifest(manifest)
     manifest["status"] = "finished"
     manifest["finished"] = time.time()
     run_dir.write_manifest(manifest)

@@ -43,7 +43,8 @@ from runner.rundir import RunDir
 from runner.tasks.model import Task
 from runner.tracking.child_record import child_record
 from runner.tracking.journal import Journal
-from runner.tracking.mlflow_sink import MlflowSink, SinkError
+from runner.tracking.mlflow_sink import SinkError
+from runner.tracking.opening import Tracking
 from runner.warmup_beside import WARMUP_LOG, CutIn, WarmupBeside
 from runner.worker.device_token import EXCLUSIVE, device_token
 from runner.worker.protocol import (
@@ -151,7 +152,7 @@ class Orchestrator:
         settings: RunSettings,
         run_dir: RunDir,
         executor: Executor,
-        sink: MlflowSink | None,
+        tracking: Tracking | None,
         console: Console,
         git_commit: str,
         warmup_executor: Executor | None = None,
@@ -164,7 +165,8 @@ class Orchestrator:
         self._last_holder = None
         self.run_dir = run_dir
         self.executor = executor
-        self.sink = sink
+        # MLflow's sink and parent run, waited for when a result is first logged (runner/tracking/opening.py).
+        self.tracking = tracking
         self.console = console
         self.journal = Journal(run_dir.path / "journal.jsonl")
         self._admissions: dict[int, MemoryAdmission] = {}  # per GPU lane, made when the sweep knows its lanes
@@ -489,13 +491,13 @@ class Orchestrator:
         )
 
     # -- the sweep -------------------------------------------------------------------------
-    def run(self, evaluations: list[Evaluation], parent_run_id: str | None) -> None:
+    def run(self, evaluations: list[Evaluation]) -> None:
         state = self.journal.read()
         todo = [e for e in evaluations if e.eval_id not in state.results]
         done = len(evaluations) - len(todo)
         if done:
             self.console.print(f"resuming: {done} of {len(evaluations)} evaluations already done")
-        self._log_unlogged(evaluations, state, parent_run_id)
+        self._log_unlogged(evaluations, state)
         lanes = self._lanes()
         if self.settings.admit_free_gib > 0:
             self._admissions = {
@@ -511,10 +513,10 @@ class Orchestrator:
                 for chunk in self._chunks(todo, lanes):
                     if self.settings.warmup_beside:
                         with self._warming_beside(chunk, lanes) as beside:
-                            self._sweep(chunk, lanes, progress, parent_run_id, beside)
+                            self._sweep(chunk, lanes, progress, beside)
                     else:
                         self._warm_up(chunk, lanes)
-                        self._sweep(chunk, lanes, progress, parent_run_id)
+                        self._sweep(chunk, lanes, progress)
 
     @contextmanager
     def _warming_beside(self, todo: list[Evaluation], lanes: list[Lane]):
@@ -568,9 +570,7 @@ class Orchestrator:
                     f"theirs, {summary['held_back_s']:.0f} s together)"
                 )
 
-    def _sweep(
-        self, todo: list[Evaluation], lanes: list[Lane], progress: RunProgress, parent_run_id, beside=None
-    ) -> None:
+    def _sweep(self, todo: list[Evaluation], lanes: list[Lane], progress: RunProgress, beside=None) -> None:
         """``in_flight`` dispatch threads per lane take evaluations in plan order; this thread collects.
 
         Journal, progress and MLflow stay on this thread. A failure that is not a candidate's (the
@@ -623,7 +623,7 @@ class Orchestrator:
                     failure = failure or payload
                 else:
                     running.pop(evaluation.eval_id, None)
-                    self._record(evaluation, *payload, progress, label, parent_run_id)
+                    self._record(evaluation, *payload, progress, label)
                 progress.working_on(", ".join(running.values()) or "collecting")
         except KeyboardInterrupt:
             stop.set()  # the sandboxes die with this process; finished results are journalled
@@ -631,7 +631,7 @@ class Orchestrator:
         if failure is not None:
             raise failure
 
-    def _record(self, evaluation: Evaluation, job_dir: Path, result: Result, progress, label, parent_run_id) -> None:
+    def _record(self, evaluation: Evaluation, job_dir: Path, result: Result, progress, label) -> None:
         self.journal.append(
             {
                 "event": "result",
@@ -642,23 +642,26 @@ class Orchestrator:
             }
         )
         progress.finished(result, label)
-        self._log(job_dir, result, parent_run_id)
+        self._log(job_dir, result)
 
-    def _log_unlogged(self, evaluations: list[Evaluation], state, parent_run_id: str | None) -> None:
-        if self.sink is None or parent_run_id is None:
+    def _log_unlogged(self, evaluations: list[Evaluation], state) -> None:
+        unlogged = [e for e in evaluations if e.eval_id in state.results and e.eval_id not in state.logged]
+        if self.tracking is None or not unlogged:
+            return  # nothing to wait for MLflow for
+        for evaluation in unlogged:
+            job_dir = self.run_dir.path / "jobs" / evaluation.eval_id
+            result = Result.from_dict(json.loads((job_dir / OUT_DIR / RESULT_FILE).read_text()))
+            self._log(job_dir, result)
+
+    def _log(self, job_dir: Path, result: Result) -> None:
+        if self.tracking is None:
             return
-        for evaluation in evaluations:
-            if evaluation.eval_id in state.results and evaluation.eval_id not in state.logged:
-                job_dir = self.run_dir.path / "jobs" / evaluation.eval_id
-                result = Result.from_dict(json.loads((job_dir / OUT_DIR / RESULT_FILE).read_text()))
-                self._log(job_dir, result, parent_run_id)
-
-    def _log(self, job_dir: Path, result: Result, parent_run_id: str | None) -> None:
-        if self.sink is None or parent_run_id is None:
+        sink, parent_run_id = self.tracking.wait()
+        if sink is None or parent_run_id is None:
             return
         record = child_record(job_dir, result, self.git_commit)
         try:
-            child = self.sink.log_child(
+            child = sink.log_child(
                 parent_run_id,
                 record.run_name,
                 record.params,

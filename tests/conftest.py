@@ -19,6 +19,18 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config):
+    """kbench's folder in the user's cache (``runner.paths.user_cache_dir``: bytecode, the check kernels) lies in a
+    folder of the session's, so no test reads what an earlier session or a user's run left there, or writes there;
+    removed at the end. A test that needs its own sets ``XDG_CACHE_HOME`` itself."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="kbench-test-user-cache-")
+    os.environ["XDG_CACHE_HOME"] = folder
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
 def run_kernel_script(script: str, device: str, timeout: float) -> str:
     """Run ``script`` (``sys.argv[1]`` is ``device``) in a fresh interpreter and return its stdout; for "cpu"
     under Triton's interpreter, which must be chosen before triton is imported, hence the subprocess."""

@@ -80,9 +80,10 @@ def test_check_kernels_have_a_cache_of_their_own(tmp_path, monkeypatch):
     from runner.worker import fused_checks
     from runner.worker.protocol import CHECKS_CACHE_ENV
 
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user"))
     env = LocalExecutor(ExecutorSettings(cache_dir=tmp_path)).child_env(tmp_path / "home", None)
     assert env["TRITON_CACHE_DIR"] == str(tmp_path / "triton")
-    assert env[CHECKS_CACHE_ENV] == str(tmp_path / "checks")
+    assert env[CHECKS_CACHE_ENV] == str(tmp_path / "user" / "kbench" / "checks")  # kept from run to run
 
     monkeypatch.setenv("TRITON_CACHE_DIR", "/candidates")
     monkeypatch.setenv(CHECKS_CACHE_ENV, "/checks")

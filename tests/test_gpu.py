@@ -681,15 +681,17 @@ def test_reference_through_forked_and_fresh_workers_on_the_gpu(tmp_path):
             assert set(census["profiler_s"]) == {"start", "stop", "judge"}
 
 
-def test_a_first_evaluation_loads_the_check_kernels_an_earlier_run_compiled(tmp_path):
+def test_a_first_evaluation_loads_the_check_kernels_an_earlier_run_compiled(tmp_path, monkeypatch):
     """A run's first evaluations start with their job waiting: the job goes first, and the pre-warm is skipped. In
-    the first run over a compile cache the check kernels are not in it (a compile takes seconds), so the first
-    evaluation keeps PyTorch's ops; a spare then compiles them and marks the cache. A later run over the same cache
-    (``executor.compile_cache_dir``) loads them in its first evaluation too (BENCHMARKS.md, twenty-fourth session)."""
-    shared = [f"executor.compile_cache_dir={tmp_path / 'compile-cache'}", "executor.prestart=2"]
+    the machine's first run the check kernels are not in their cache (a compile takes seconds), so the first
+    evaluation keeps PyTorch's ops; a spare then compiles them and marks the cache. A later run loads them in its
+    first evaluation too (BENCHMARKS.md, twenty-fourth session), with a compile cache of its own as well: the
+    checks' cache is kbench's folder in the user's cache, not the run's (fiftieth session)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user"))
     firsts = []
     for name in ("checks-cold", "checks-warm"):
-        results = _two_reference_tasks(tmp_path, name, *shared)
+        own = [f"executor.compile_cache_dir={tmp_path / name}", "executor.prestart=2"]
+        results = _two_reference_tasks(tmp_path, name, *own)
         assert all(result["verdict"]["status"] == "correct" for result in results)
         first = min(results, key=lambda result: result["started_at"])
         firsts.append(first["environment"]["spare_prewarm_s"])
@@ -698,7 +700,8 @@ def test_a_first_evaluation_loads_the_check_kernels_an_earlier_run_compiled(tmp_
     assert "fused checks" not in cold and "joint_graph patterns" not in cold
     assert isinstance(warm["fused checks"], float) and isinstance(warm["fused integrity checks"], float), warm
     assert "joint_graph patterns" not in warm  # the compiler's pre-warm still waits for no job
-    assert list((tmp_path / "compile-cache" / "checks").glob("prepared-*"))
+    assert list((tmp_path / "user" / "kbench" / "checks").glob("prepared-*"))
+    assert not (tmp_path / "checks-cold" / "checks").exists()
 
 
 def test_kernels_the_driver_compiles_at_first_use_go_to_the_runs_cache(tmp_path):

@@ -163,7 +163,7 @@ def _sweep_on_gpu_doubles(tmp_path: Path, monkeypatch, overrides: list[str], gat
     executor = LocalExecutor(ExecutorSettings(timeout_s=60, cache_dir=tmp_path / "cache"))
     runner = orch.Orchestrator(settings, run_dir, executor, None, Console(quiet=True), "test")
     try:
-        runner.run(orch.plan(tasks, settings), None)
+        runner.run(orch.plan(tasks, settings))
     finally:
         executor.close()
     assert len(list(run_dir.path.glob("jobs/*/out/result.json"))) == len(names)
@@ -523,7 +523,7 @@ def test_chunks_only_where_the_compile_warm_up_has_work(tmp_path: Path, monkeypa
         run_dir = open_run_dir(tmp_path / "runs", name, "cafe", resume=False)
         runner = orch.Orchestrator(settings, run_dir, executor, None, Console(quiet=True), "test", executor)
         try:
-            runner.run(evaluations, None)
+            runner.run(evaluations)
         finally:
             executor.close()
         return runner

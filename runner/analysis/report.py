@@ -44,6 +44,7 @@ _SETUP_PARTS = {
     "run_dir": "the run directory",
     "run_dir_and_executor": "the run directory and the executor",  # runs from before the forty-seventh session
     "fingerprint": "the host's fingerprint",
+    # Runs from before the fifty-first session; since, MLflow opens beside the sweep (``tracking_beside_s``).
     "mlflow_import": "MLflow's import",
     "mlflow_store": "MLflow's store",
     "mlflow_parent_run": "MLflow's parent run",

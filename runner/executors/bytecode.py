@@ -1,25 +1,30 @@
 """Where kbench's Python processes get their bytecode: the install's, or a cache of their own (workers: compiled ahead).
 
 Where the installed torch carries no bytecode for this interpreter (a ``pip --no-compile`` or ``uv`` install, read
-under ``PYTHONDONTWRITEBYTECODE=1``: the H100 machines), every fresh interpreter compiled torch and its compiler stack
-from source, 11-16 s of each fork server's start. There the workers' Python keeps its bytecode under the cache folder
-(``PYTHONPYCACHEPREFIX``), so only the first interpreter to import a module compiles it, and nothing is written
-beside any source. Where the install has its bytecode, workers read it and write none.
+under ``PYTHONDONTWRITEBYTECODE=1``: the H100 and H200 machines), every fresh interpreter compiled torch and its
+compiler stack from source, 11-16 s of each fork server's start. There the workers' Python keeps its bytecode in a
+cache (``PYTHONPYCACHEPREFIX``), so only the first interpreter to import a module compiles it, and nothing is written
+beside any source. Where the install has its bytecode, workers read it and write none. The local executor's cache is
+kbench's folder in the user's cache (``runner.paths.user_cache_dir``), the one the run's own process uses: bytecode
+depends on the sources and the interpreter only, so a run with a new compile cache (every run without
+``executor.compile_cache_dir``, ``make bench``'s first pass) reads what earlier runs on the machine compiled. In the
+run's compile cache it was compiled again by each: the fork server's imports took 6.6 s instead of 4.0 s on the H200
+(BENCHMARKS.md, fiftieth session). Where there is no home, the run's cache folder holds it.
 
-The first interpreter is the fork server, and on a cache that is still empty (a machine's first run, or any run
-without ``executor.compile_cache_dir``) its imports compiled about 2,500 modules one after another: 13.8 s, against
-3 s from a filled cache, while the run's own set-up took 7.7-10.2 s, so the first evaluations waited (BENCHMARKS.md,
-twenty-eighth session). ``compile_ahead`` compiles the packages the server imports into the same cache, on every
-core but one, while the server imports: it finds most modules compiled by the time it reaches them. Only for a run
-on GPUs: on a CPU its processes would share the cores with measurements on the host's clock. The files are written
-atomically, so the two writing one module at once is harmless; a compile that is killed leaves the modules it had
-not reached to be compiled on import, as before.
+The first interpreter is the fork server, and on a cache that is still empty (a machine's first run) its imports
+compiled about 2,500 modules one after another: 13.8 s, against 3 s from a filled cache, while the run's own set-up
+took 7.7-10.2 s, so the first evaluations waited (BENCHMARKS.md, twenty-eighth session). ``compile_ahead`` compiles
+the packages the server imports into the same cache, on every core but one, while the server imports: it finds most
+modules compiled by the time it reaches them. Only for a run on GPUs: on a CPU its processes would share the cores
+with measurements on the host's clock. The files are written atomically, so two processes (or two runs) writing one
+module at once is harmless; a compile that is killed leaves the modules it had not reached to be compiled on import,
+as before.
 
 The run's own process follows the same rule for its own imports (Hydra, OmegaConf, MLflow with SQLAlchemy and
 Alembic): on the H200 machine, where they were installed without bytecode, ``import mlflow`` took 2.7-3.6 s and
 opening its store 2.3-4.0 s of every run's set-up, 5-6 s of the 7.3-9.4 s (BENCHMARKS.md, forty-sixth session).
-``keep_own_bytecode`` keeps that process's bytecode under the user's cache (``$XDG_CACHE_HOME/kbench/pycache``,
-else ``~/.cache/kbench/pycache``): it is needed before the configuration says where the run's cache is.
+``keep_own_bytecode`` keeps that process's bytecode in the same folder (``$XDG_CACHE_HOME/kbench/pycache``, else
+``~/.cache/kbench/pycache``): it is needed before the configuration is read.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from runner.paths import REPO_ROOT
+from runner.paths import REPO_ROOT, user_cache_dir
 
 PYCACHE_PREFIX_ENV = "PYTHONPYCACHEPREFIX"
 
@@ -59,7 +64,8 @@ _NOT_AHEAD = r"/(tests?|testing/_internal|benchmarks)/"
 
 def bytecode_env(cache_dir: Path, package: str = "torch") -> dict[str, str]:
     """How the workers' Python treats bytecode: read the install's and write none, where ``package`` is
-    installed with bytecode for this interpreter; else keep it under ``cache_dir``/pycache (module docstring)."""
+    installed with bytecode for this interpreter; else keep it under ``cache_dir``/pycache (module docstring; the
+    local executor's ``cache_dir`` is ``user_cache_dir()`` where there is one)."""
     if installed_with_bytecode(package):
         return {"PYTHONDONTWRITEBYTECODE": "1"}
     return {PYCACHE_PREFIX_ENV: str(cache_dir / "pycache")}
@@ -116,15 +122,10 @@ def _uncompiled_folder(package: str) -> Path | None:
 
 
 def own_bytecode_cache() -> Path | None:
-    """Where the run's own process keeps its bytecode (``keep_own_bytecode``): the user's cache folder, or None
-    where there is no home to hold it."""
-    base = os.environ.get("XDG_CACHE_HOME")
-    if not base:
-        try:
-            base = str(Path.home() / ".cache")
-        except RuntimeError:  # no HOME and no password entry
-            return None
-    return Path(base) / "kbench" / "pycache"
+    """Where the run's own process keeps its bytecode (``keep_own_bytecode``), and the local executor's workers
+    theirs: ``pycache`` in kbench's folder of the user's cache, or None where there is no home to hold it."""
+    base = user_cache_dir()
+    return None if base is None else base / "pycache"
 
 
 def keep_own_bytecode(cache: Path | None, packages: tuple[str, ...] = OWN_PACKAGES) -> str | None:
