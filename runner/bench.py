@@ -138,8 +138,9 @@ def duty(run_dir: Path) -> dict:
         "wall_s": wall,
         "measured_s": measured,
         "duty_pct": 100 * measured / lane_wall if wall else None,
-        # The command's own set-up before the sweep (from the process's start: imports, configuration, checks,
-        # MLflow's parent run), which ``wall_s`` leaves out, and the duty with it counted.
+        # The command's own set-up before the sweep (from the process's start: imports, configuration, checks; MLflow's
+        # parent run too, for a run from before MLflow opened beside the sweep), which ``wall_s`` leaves out, and the
+        # duty with it counted.
         "setup_s": setup,
         # Where the set-up went (``runner/setup_clock.py``; None for a run from before they were kept).
         "setup_parts_s": manifest.get("setup_parts_s"),

@@ -210,7 +210,7 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
         if cfg.executor.compile_cache_dir:
             # The executor's caches do not wait for the run directory: its fork servers start their imports (3.7-4.0 s
             # on the H200 machine, which the sweep's first measurement waited on) before the tasks, the orchestrator's
-            # and the analysis' imports (pandas), the run directory and MLflow (BENCHMARKS.md, forty-seventh session).
+            # and the analysis' imports (pandas) and the run directory (BENCHMARKS.md, forty-seventh session).
             executor = _start_executor(requested, executor_settings, Path(cfg.executor.compile_cache_dir), lane_ids)
             setup.mark("executor")
         from runner.closing import finish

@@ -1,7 +1,8 @@
 """A run's set-up before its sweep, timed in named parts: ``manifest.json``'s ``setup_s`` and ``setup_parts_s``.
 
 ``kbench run`` spends seconds before its first evaluation: the interpreter's start and kbench's own imports, the
-configuration and the tasks, the executor's checks, the GPU readings, MLflow's import, store and parent run.
+configuration and the tasks, the executor's checks, the GPU readings (MLflow's import, store and parent run, until they
+opened beside the sweep: ``runner/tracking/opening.py``, which times its parts on a clock of this kind).
 ``runner.bench duty`` counts them against the duty (``duty_with_setup_pct``); the parts say which one to shorten.
 On an H200 the whole suite's set-up took 8.4 s where this machine's took 2.7 s (BENCHMARKS.md, forty-fifth session),
 and nothing then said where. This module only reads clocks: it starts, stops and changes nothing.

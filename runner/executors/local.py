@@ -156,8 +156,8 @@ class LocalExecutor:
         run's own process), so a run with a new compile cache does not compile them again: on the H200, ``make
         bench``'s first pass did, and its first measurement came 3.0 s later than the second pass's (10.4 s
         against 7.4 s: the fork server's imports 6.6 s against 4.3 s, the first workers' check kernels compiled
-        inside their first shared phase; BENCHMARKS.md, fiftieth session). The run's cache folder where there is
-        no home. A candidate of the local executor runs as the user, as kbench does: it could write any of the
+        inside their first shared phase; BENCHMARKS.md, fiftieth session); kept here, 5.9 s (fifty-first, with
+        MLflow beside the sweep). The run's cache folder where there is no home. A candidate of the local executor runs as the user, as kbench does: it could write any of the
         user's files, these too; the docker executor keeps both in the container."""
         return user_cache_dir() or self._cache_dir()
 
