@@ -21,7 +21,7 @@ from rich.console import Console
 from runner.executors.base import ExecutorUnavailable
 from runner.executors.bytecode import keep_own_bytecode, own_bytecode_cache
 from runner.paths import SUITES_DIR, TASKS_DIR
-from runner.tracking.opening import OpenedTracking, TrackingBeside
+from runner.tracking.opening import TrackingBeside
 
 USER_ERROR = 2
 
@@ -286,7 +286,7 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
         }
     else:
         console.print(f"resuming run {run_dir.path}")
-    tracking = OpenedTracking()
+    tracking = None
     if cfg.tracking.enabled:
         parent_params = {
             "name": settings.name,
@@ -372,9 +372,10 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
         if warmup_executor is not None:
             warmup_executor.close()
         executor.close()
-        # MLflow's parent run into the manifest (``parent_opened``), for a resume, where no result was logged yet.
-        sink, _ = tracking.wait()
-        if isinstance(tracking, TrackingBeside):
+        sink = None
+        if tracking is not None:
+            # MLflow's parent run into the manifest (``parent_opened``), for a resume, where no result was logged yet.
+            sink, _ = tracking.wait()
             manifest["tracking_beside_s"] = tracking.record()
             run_dir.write_manifest(manifest)
     manifest["status"] = "finished"

@@ -2,8 +2,8 @@
 
 A run's set-up waited for MLflow before its sweep started: on the H200, ``import mlflow`` 1.2-1.5 s, opening the
 store 1.2-1.5 s, and 2.3 s where the store was new (``make bench``'s first pass: its SQLite schema is made by
-Alembic's migrations), so the sweep's first job waited for it while the fork server was ready (BENCHMARKS.md,
-fiftieth session). Nothing of the sweep needs MLflow before its first result is collected, seconds later: the result
+Alembic's migrations); a set-up of 5.5 s there, where the fork server, its bytecode read from the machine's cache,
+is ready 3.8 s after the process started (BENCHMARKS.md, fiftieth and fifty-first sessions). Nothing of the sweep needs MLflow before its first result is collected, seconds later: the result
 files are the record, MLflow mirrors them. So ``TrackingBeside`` opens it in a thread started before the sweep, and
 the sweep's collecting thread (the run's main thread) waits for it when it first has a result to log; a run's end
 waits for it too. The thread holds the GIL for most of its seconds (imports, SQLAlchemy): it starts before the
@@ -79,13 +79,3 @@ class TrackingBeside:
         """For the manifest (``tracking_beside_s``): the thread's parts in seconds and how long the run waited
         for it. Call after ``wait``."""
         return {**{part: round(seconds, 3) for part, seconds in self._clock.parts.items()}, "waited": self._waited_s}
-
-
-class OpenedTracking:
-    """A sink already open, or none (``TrackingBeside``'s interface): what a caller without MLflow passes."""
-
-    def __init__(self, sink: MlflowSink | None = None, parent_run_id: str | None = None) -> None:
-        self._sink, self._parent_run_id = sink, parent_run_id
-
-    def wait(self) -> tuple[MlflowSink | None, str | None]:
-        return self._sink, self._parent_run_id
