@@ -286,6 +286,7 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
         }
     else:
         console.print(f"resuming run {run_dir.path}")
+    run_dir.write_manifest(manifest)  # MLflow's thread logs it as the parent's artifact, as it stands, until the end
     tracking = None
     if cfg.tracking.enabled:
         parent_params = {
@@ -325,16 +326,12 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
             manifest["mlflow_run_id"] = parent_run_id
             run_dir.write_manifest(manifest)
 
-        run_dir.write_manifest(manifest)  # logged as the parent's artifact, as it stands, until the run's end
-
         def unavailable(why: str) -> None:
             console.print(
                 f"MLflow unavailable ({why}); results stay in {run_dir.path}", style="red", markup=False, soft_wrap=True
             )
 
         tracking = TrackingBeside(open_tracking, parent_opened, unavailable)
-    else:
-        run_dir.write_manifest(manifest)
     console.print(
         f"run {run_dir.path}: {len(evaluations)} evaluations "
         f"({len(tasks)} tasks × {len(settings.methods)} methods) on {settings.hardware}, executor {settings.executor}"

@@ -89,6 +89,7 @@ class LocalExecutor:
         self._server_owner = owner
 
     def environment(self) -> dict:
+        install_cache = self._install_cache_dir()
         env = {
             "kind": "host",
             "executor": "local",
@@ -96,8 +97,8 @@ class LocalExecutor:
             "prestart": self.settings.prestart,
             "start": self.settings.start if self._fork_failure is None else "exec",
             "note": "host environment, not container",
-            "bytecode": bytecode_env(self._install_cache_dir()).get(PYCACHE_PREFIX_ENV, "installed"),
-            "checks_cache": str(self._install_cache_dir() / "checks"),
+            "bytecode": bytecode_env(install_cache).get(PYCACHE_PREFIX_ENV, "installed"),
+            "checks_cache": str(install_cache / "checks"),
         }
         if self._compiling is not None:
             env["bytecode_compiled_ahead_s"] = self._compiled_in_s  # None while it runs
@@ -131,12 +132,12 @@ class LocalExecutor:
         env["PYTHONPATH"] = str(REPO_ROOT)
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONHASHSEED"] = "0"
-        cache = self._cache_dir()
-        env.update(bytecode_env(self._install_cache_dir()))
+        cache, install_cache = self._cache_dir(), self._install_cache_dir()
+        env.update(bytecode_env(install_cache))
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
         env["TRITON_CACHE_DIR"] = str(cache / "triton")
         # The output checks' kernels, apart from the candidates' and kept from run to run (``_install_cache_dir``).
-        env[CHECKS_CACHE_ENV] = str(self._install_cache_dir() / "checks")
+        env[CHECKS_CACHE_ENV] = str(install_cache / "checks")
         jit_cache = cache / "cuda"  # one for the run's sandboxes, not one per HOME (base.py); made here, as measured
         jit_cache.mkdir(parents=True, exist_ok=True)
         env[CUDA_JIT_CACHE_ENV] = str(jit_cache)
@@ -157,8 +158,9 @@ class LocalExecutor:
         bench``'s first pass did, and its first measurement came 3.0 s later than the second pass's (10.4 s
         against 7.4 s: the fork server's imports 6.6 s against 4.3 s, the first workers' check kernels compiled
         inside their first shared phase; BENCHMARKS.md, fiftieth session); kept here, 5.9 s (fifty-first, with
-        MLflow beside the sweep). The run's cache folder where there is no home. A candidate of the local executor runs as the user, as kbench does: it could write any of the
-        user's files, these too; the docker executor keeps both in the container."""
+        MLflow beside the sweep). The run's cache folder where there is no home. A candidate of the local executor
+        runs as the user, as kbench does: it could write any of the user's files, these too; the docker executor
+        keeps both in the container."""
         return user_cache_dir() or self._cache_dir()
 
     def _cache_dir(self) -> Path:

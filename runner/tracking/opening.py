@@ -3,8 +3,9 @@
 A run's set-up waited for MLflow before its sweep started: on the H200, ``import mlflow`` 1.2-1.5 s, opening the
 store 1.2-1.5 s, and 2.3 s where the store was new (``make bench``'s first pass: its SQLite schema is made by
 Alembic's migrations); a set-up of 5.5 s there, where the fork server, its bytecode read from the machine's cache,
-is ready 3.8 s after the process started (BENCHMARKS.md, fiftieth and fifty-first sessions). Nothing of the sweep needs MLflow before its first result is collected, seconds later: the result
-files are the record, MLflow mirrors them. So ``TrackingBeside`` opens it in a thread started before the sweep, and
+is ready 3.8 s after the process started (BENCHMARKS.md, fiftieth and fifty-first sessions). Nothing of the sweep
+needs MLflow before its first result is collected, seconds later: the result files are the record, MLflow mirrors
+them. So ``TrackingBeside`` opens it in a thread started before the sweep, and
 the sweep's collecting thread (the run's main thread) waits for it when it first has a result to log; a run's end
 waits for it too. The thread holds the GIL for most of its seconds (imports, SQLAlchemy): it starts before the
 sweep, while the sweep's first workers are still being forked and make their CUDA contexts in processes of their
@@ -59,7 +60,6 @@ class TrackingBeside:
             self._sink, self._parent_run_id = open_tracking(self._clock)
         except Exception as exc:  # SinkError, or a store MLflow cannot open at all: the files stay the record
             self._why = f"{type(exc).__name__}: {str(exc).splitlines()[0]}" if str(exc) else type(exc).__name__
-            self._sink, self._parent_run_id = None, None
             self._clock.mark("mlflow_unavailable")  # the part that failed: not the store's, nor the parent run's
 
     def wait(self) -> tuple[MlflowSink | None, str | None]:
