@@ -7,6 +7,7 @@ process contend exactly as holders in separate processes do). Every wait is boun
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -23,8 +24,10 @@ from runner.worker.device_token import (
     TOLD_POLL_S,
     WAIT_STAGE,
     DeviceToken,
+    context_lock_of,
     create_token_files,
     device_token,
+    one_context_at_a_time,
     token_windows,
 )
 
@@ -304,6 +307,67 @@ def test_a_dead_holder_lets_go(token: Path):
         assert not done.is_alive()
     finally:
         holder.kill()
+
+
+def test_workers_make_their_contexts_one_after_another_and_a_dead_one_lets_go(token: Path):
+    """The context lock: three processes that ask for it at once hold it one after another, each window apart from
+    the others, and those that came later say how long they waited; a holder killed inside it does not keep the
+    next one out. Bounded: three short-lived processes, each holding the lock 0.3 s, every wait capped."""
+    code = (
+        "import json, sys, time\n"
+        "from runner.worker.device_token import one_context_at_a_time\n"
+        "record = {}\n"
+        "print('asking', flush=True)\n"
+        f"with one_context_at_a_time({str(token)!r}, record):\n"
+        "    time.sleep(float(sys.argv[1]))\n"
+        "print(json.dumps(record), flush=True)\n"
+    )
+    holders = [
+        subprocess.Popen([sys.executable, "-c", code, "0.3"], stdout=subprocess.PIPE, text=True) for _ in range(3)
+    ]
+    try:
+        records = [json.loads(holder.communicate(timeout=30)[0].splitlines()[-1]) for holder in holders]
+    finally:
+        for holder in holders:
+            holder.kill()
+    windows = sorted(record["window"] for record in records)
+    assert all(end - start >= 0.3 for start, end in windows)
+    assert all(earlier[1] <= later[0] for earlier, later in zip(windows, windows[1:])), windows
+    assert sorted(record["waited_s"] for record in records)[-1] >= 0.5  # the last waited for two others
+
+    stuck = subprocess.Popen([sys.executable, "-c", code, "60"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert stuck.stdout.readline().strip() == "asking"
+        time.sleep(0.5)  # it holds the lock now (nothing else asks for it)
+        stuck.kill()
+        stuck.wait(timeout=10)
+        after: dict = {}
+
+        def take() -> None:
+            with one_context_at_a_time(token, after):
+                pass
+
+        done = threading.Thread(target=take, daemon=True)
+        done.start()
+        done.join(timeout=5)
+        assert not done.is_alive() and after["waited_s"] < 5
+    finally:
+        stuck.kill()
+
+
+def test_without_a_context_lock_file_or_token_a_context_is_made_without_it(tmp_path: Path):
+    """A token made by an older kbench has no context lock beside it; a run without a token has none at all: the
+    context is made without the lock, and the record says why."""
+    older = tmp_path / "gpu-0.work"
+    create_token_files(older)
+    context_lock_of(older).unlink()
+    records: list[dict] = [{}, {}]
+    with one_context_at_a_time(older, records[0]):
+        pass
+    with one_context_at_a_time(None, records[1]):
+        pass
+    assert "FileNotFoundError" in records[0]["not taken"]
+    assert records[1] == {"not taken": "no device token"}
 
 
 def _worker_script(marker: Path, waiting_s: float, running_s: float) -> list[str]:

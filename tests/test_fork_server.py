@@ -21,7 +21,7 @@ import pytest
 
 from runner.executors import local
 from runner.executors.base import ExecutorSettings
-from runner.executors.bytecode import bytecode_env, compile_ahead, installed_with_bytecode
+from runner.executors.bytecode import bytecode_env, compile_ahead, compiled_ahead_before, installed_with_bytecode
 from runner.executors.fork_server import ForkServer, ForkServerUnavailable
 from runner.executors.local import LocalExecutor, worker_limits
 from runner.paths import REPO_ROOT
@@ -368,6 +368,17 @@ def test_the_bytecode_is_compiled_ahead_of_the_imports_on_a_cache_still_empty(tm
     )
     (inner,) = compiled.glob("inner.*.pyc")
     assert f"code object from '{inner}'" in read.stderr  # read, not compiled on import
+    # Marked once done: a later compile over the same installs is not started (with a filled cache it still read
+    # every module's header, beside the fork server's imports: fifty-first session); a new install is compiled.
+    (marker,) = (cache / "pycache").glob("compiled-ahead-*")
+    assert compile_ahead(cache, ("kbench_uncompiled_pkg",), "kbench_uncompiled_pkg") is None
+    assert compiled_ahead_before(cache, ("kbench_uncompiled_pkg",), "kbench_uncompiled_pkg")
+    (site / "kbench_uncompiled_pkg" / "__init__.py").write_text("VALUE = 4\n")  # as an upgrade rewrites it
+    (site / "kbench_uncompiled_pkg" / "new.py").write_text("VALUE = 5\n")
+    assert not compiled_ahead_before(cache, ("kbench_uncompiled_pkg",), "kbench_uncompiled_pkg")
+    again = compile_ahead(cache, ("kbench_uncompiled_pkg",), "kbench_uncompiled_pkg")
+    assert again is not None and again.wait(timeout=120) == 0
+    assert list(compiled.glob("new.*.pyc")) and len(list((cache / "pycache").glob("compiled-ahead-*"))) == 2
 
 
 def test_nothing_is_compiled_ahead_where_the_install_has_its_bytecode(tmp_path: Path, monkeypatch):
@@ -390,6 +401,11 @@ def test_the_executor_compiles_ahead_when_it_prepares_and_records_how_long_it_to
         "compile_ahead",
         lambda cache, preexec_fn: real(cache, ("kbench_uncompiled_pkg",), "kbench_uncompiled_pkg", preexec_fn),
     )
+    monkeypatch.setattr(
+        local,
+        "compiled_ahead_before",
+        lambda cache: compiled_ahead_before(cache, ("kbench_uncompiled_pkg",), "kbench_uncompiled_pkg"),
+    )
     on_cpu = LocalExecutor(ExecutorSettings(cache_dir=tmp_path / "cpu-cache", start="exec"))
     on_cpu.prepare([None])  # measured on the host's clock: nothing beside it
     assert "bytecode_compiled_ahead_s" not in on_cpu.environment()
@@ -404,6 +420,13 @@ def test_the_executor_compiles_ahead_when_it_prepares_and_records_how_long_it_to
         assert executor.environment()["bytecode_compiled_ahead_s"] > 0
     finally:
         executor.close()
+    later = LocalExecutor(ExecutorSettings(cache_dir=tmp_path / "cache", start="exec"))
+    try:
+        later.prepare(["0"])  # the same installs, compiled by the run before: nothing started
+        assert later.environment()["bytecode_compiled_ahead"] == "by an earlier run"
+        assert "bytecode_compiled_ahead_s" not in later.environment()
+    finally:
+        later.close()
 
 
 def test_where_the_install_has_its_bytecode_the_workers_read_it_and_write_none(tmp_path: Path, monkeypatch):

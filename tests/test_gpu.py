@@ -734,6 +734,28 @@ def test_spares_make_their_contexts_between_measurements_when_asked(tmp_path):
         assert not any(made < end and ready > start for start, end in measuring)
 
 
+def test_a_runs_workers_make_their_cuda_contexts_one_after_another(tmp_path):
+    """The context lock (``device_token.one_context_at_a_time``): three workers started together, a run's first
+    wave, and the spares after them made their CUDA contexts in turn, none beside another, each inside its hold of
+    the lock; those that waited say so (on the H200 eight made at once took 0.94-1.14 s each, in turn the first
+    0.26 s: BENCHMARKS.md, fifty-second session)."""
+    results = _run_results(
+        tmp_path,
+        "contexts-in-turn",
+        "gelu_tanh,linear_bias_fp16,leaky_relu_fp32,sum_rows_fp32",
+        "executor.in_flight=3",
+        "executor.prestart=1",
+    )
+    assert all(result["verdict"]["status"] == "correct" for result in results)
+    contexts = sorted(result["environment"]["spare_cuda_context"] for result in results)
+    for result in results:
+        made, ready = result["environment"]["spare_cuda_context"]
+        lock = result["environment"]["spare_cuda_context_lock"]
+        assert lock["window"][0] <= made <= ready <= lock["window"][1], lock
+    assert all(earlier[1] <= later[0] for earlier, later in zip(contexts, contexts[1:])), contexts
+    assert max(result["environment"]["spare_cuda_context_lock"]["waited_s"] for result in results) > 0
+
+
 def test_out_of_memory_that_another_process_caused_is_not_the_candidates(tmp_path):
     """Regression (``executor.in_flight=8`` on the H100: 14 of 222 reference evaluations ran out of memory
     because the others held it, and were reported as the candidate's ``runtime_error``): a process outside

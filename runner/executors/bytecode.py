@@ -29,6 +29,7 @@ opening its store 2.3-4.0 s of every run's set-up, 5-6 s of the 7.3-9.4 s (BENCH
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import subprocess
@@ -85,23 +86,39 @@ def installed_with_bytecode(package: str) -> bool:
     return (source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc").exists()
 
 
+# The compile ahead: ``compileall`` over each folder, then its marker written (``ahead_marker``). Arguments: the
+# marker, the number of processes, the paths left out (a regular expression), the folders.
+_COMPILE_AND_MARK = """
+import compileall, pathlib, re, sys
+marker, workers, left_out, *folders = sys.argv[1:]
+for folder in folders:
+    compileall.compile_dir(folder, quiet=1, workers=int(workers), rx=re.compile(left_out))
+pathlib.Path(marker).parent.mkdir(parents=True, exist_ok=True)
+pathlib.Path(marker).write_text("\\n".join(folders) + "\\n")
+"""
+
+
 def compile_ahead(
     cache_dir: Path, packages: tuple[str, ...] = AHEAD_PACKAGES, package: str = "torch", preexec_fn=None
 ) -> subprocess.Popen | None:
     """Start compiling ``packages`` (those installed without bytecode) and the worker's own package into the
     workers' bytecode cache under ``cache_dir``, in the background, on all cores but one (``compileall``, which
-    skips what is compiled already). Returns the process, or None where the workers read the install's bytecode
-    (``package`` decides, as in ``bytecode_env``) or nothing is left to compile. ``preexec_fn``: run in the
-    process before it starts (the executor's death with the run)."""
+    skips what is compiled already), and mark the cache once done (``ahead_marker``). Returns the process, or None
+    where the workers read the install's bytecode (``package`` decides, as in ``bytecode_env``), nothing is left
+    to compile, or an earlier compile went over the same installs (``compiled_ahead_before``). ``preexec_fn``: run
+    in the process before it starts (the executor's death with the run)."""
     env = bytecode_env(cache_dir, package)
     if PYCACHE_PREFIX_ENV not in env:
         return None
     folders = [folder for package in packages if (folder := _uncompiled_folder(package)) is not None]
     if not folders:
         return None
+    marker = ahead_marker(cache_dir, folders)
+    if marker.exists():
+        return None
     folders.append(REPO_ROOT / "runner")
     workers = max(1, (os.cpu_count() or 2) - 1)
-    command = [sys.executable, "-m", "compileall", "-q", "-j", str(workers), "-x", _NOT_AHEAD, *map(str, folders)]
+    command = [sys.executable, "-c", _COMPILE_AND_MARK, str(marker), str(workers), _NOT_AHEAD, *map(str, folders)]
     return subprocess.Popen(
         command,
         env={"PATH": os.environ.get("PATH", ""), **env},
@@ -111,6 +128,31 @@ def compile_ahead(
         start_new_session=True,
         preexec_fn=preexec_fn,
     )
+
+
+def ahead_marker(cache_dir: Path, folders: list[Path]) -> Path:
+    """The file that says a compile ahead went over ``folders`` as they are installed now: named for the
+    interpreter and, per folder, its path and the identity of its ``__init__.py`` and of the folder itself (an
+    upgrade writes new files). With a cache already filled, ``compileall`` still read every module's bytecode
+    header to find nothing to do, on 15 processes beside the fork server's imports: 2.5-3.9 s on the H200, where
+    the server's imports took 3.2-4.4 s (BENCHMARKS.md, fifty-first session); a later run that finds the marker
+    starts no compile. A module changed without its package's ``__init__.py`` or folder (an editable install's
+    source) is compiled again on import, as before: only its first importer pays it. kbench's own package is
+    compiled with the rest and left out of the name (its sources change between runs while it is developed)."""
+    parts = [sys.version, sys.executable]
+    for folder in folders:
+        init, own = (folder / "__init__.py").stat(), folder.stat()
+        parts.append(f"{folder} {init.st_ino} {init.st_size} {init.st_mtime_ns} {own.st_ino} {own.st_mtime_ns}")
+    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return cache_dir / "pycache" / f"compiled-ahead-{digest}"
+
+
+def compiled_ahead_before(cache_dir: Path, packages: tuple[str, ...] = AHEAD_PACKAGES, package: str = "torch") -> bool:
+    """Whether an earlier compile ahead went over ``packages`` as installed now (``compile_ahead``'s arguments)."""
+    if PYCACHE_PREFIX_ENV not in bytecode_env(cache_dir, package):
+        return False
+    folders = [folder for package in packages if (folder := _uncompiled_folder(package)) is not None]
+    return bool(folders) and ahead_marker(cache_dir, folders).exists()
 
 
 def _uncompiled_folder(package: str) -> Path | None:

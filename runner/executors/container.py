@@ -27,7 +27,8 @@ from runner.executors.docker_engine import first_line
 from runner.worker.device_token import token_files
 from runner.worker.protocol import CANDIDATE_FILE, JOB_FILE, OUT_DIR, STAGE_FILE, TASK_FILE
 
-# Where a container finds its device's token (the host's file, mounted read-only); its turnstile and ready gate lie beside it.
+# Where a container finds its device's token (the host's file, mounted read-only); its turnstile, ready gate and
+# context lock lie beside it.
 CONTAINER_TOKEN = "/ctl/device.token"
 
 CONTAINER_UID = 10001  # the image's `kbench` user; used when the host runs as root

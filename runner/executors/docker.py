@@ -136,8 +136,8 @@ class DockerExecutor:
             Mount("/job", str(slot / "job"), type="bind", read_only=True),
             Mount(f"/job/{OUT_DIR}", str(slot / "job" / OUT_DIR), type="bind", read_only=False),
             Mount("/ctl", str(slot / "ctl"), type="bind", read_only=True),
-            # The host's device token, its turnstile and its ready gate (flocks arbitrated by the host kernel),
-            # read-only.
+            # The host's device token, its turnstile, its ready gate and its context lock (flocks arbitrated by the
+            # host kernel), read-only.
             *(
                 Mount(str(inside), str(outside), type="bind", read_only=True)
                 for inside, outside in zip(token_files(CONTAINER_TOKEN), token_files(token))

@@ -43,7 +43,7 @@ from runner.executors.base import (
     SparePool,
     wait_for_worker,
 )
-from runner.executors.bytecode import PYCACHE_PREFIX_ENV, bytecode_env, compile_ahead
+from runner.executors.bytecode import PYCACHE_PREFIX_ENV, bytecode_env, compile_ahead, compiled_ahead_before
 from runner.executors.fork_server import ForkedProcess, ForkServer, ForkServerUnavailable
 from runner.gpu.lock import work_token
 from runner.paths import REPO_ROOT, user_cache_dir
@@ -82,6 +82,7 @@ class LocalExecutor:
         # once it has ended, how long it took (seconds, for the record).
         self._compiling: subprocess.Popen | None = None
         self._compiled_in_s: float | None = None
+        self._compiled_before = False  # no compile started: an earlier run's went over the same installs
 
     def borrow_fork_servers(self, owner: LocalExecutor) -> None:
         """Fork this executor's workers from ``owner``'s servers (same environment: the compile warm-up's
@@ -102,6 +103,8 @@ class LocalExecutor:
         }
         if self._compiling is not None:
             env["bytecode_compiled_ahead_s"] = self._compiled_in_s  # None while it runs
+        elif self._compiled_before:
+            env["bytecode_compiled_ahead"] = "by an earlier run"
         if self._fork_failure is not None:
             env["fork_server_failed"] = self._fork_failure
         return env
@@ -237,6 +240,7 @@ class LocalExecutor:
         on a CPU: there the compile's processes would share the cores with measurements on the host's clock."""
         if self._compiling is None and any(gpu is not None for gpu in gpus):
             self._compiling = compile_ahead(self._install_cache_dir(), preexec_fn=die_with_parent)
+            self._compiled_before = self._compiling is None and compiled_ahead_before(self._install_cache_dir())
             if self._compiling is not None:
                 threading.Thread(target=self._time_compile, args=(time.perf_counter(),), daemon=True).start()
         if self.settings.start == "fork":

@@ -34,7 +34,10 @@ How far a measurement is isolated is the run's choice (``executor.measurement_is
   time-sliced), which the interleaved order spreads over both sides and the median absorbs;
   what it costs in repeatability is measured, not assumed (BENCHMARKS.md).
 
-Both are flocks taken on read-only descriptors: the files can be mounted read-only into a
+A fourth file, the context lock, is not the token's: a worker holds it while it makes its CUDA context, so the
+device's workers make theirs one after another and the first has its own soonest (``one_context_at_a_time``).
+
+All are flocks taken on read-only descriptors: the files can be mounted read-only into a
 container (the host kernel arbitrates, the same as on the host). The kernel drops them when
 their holder dies. Every window the token was held (start, end, mode) goes into the record the
 caller passes, which the result keeps (``environment.device_token``). Standard library only:
@@ -84,14 +87,20 @@ def ready_gate_of(token: str | Path) -> Path:
     return Path(f"{token}.ready")
 
 
-def token_files(token: str | Path) -> tuple[Path, Path, Path]:
-    """The token's files: the token, its turnstile and its ready gate (all mounted into a container)."""
-    return Path(token), turnstile_of(token), ready_gate_of(token)
+def context_lock_of(token: str | Path) -> Path:
+    """The file whose lock a worker holds while it makes its CUDA context (``one_context_at_a_time``)."""
+    return Path(f"{token}.context")
+
+
+def token_files(token: str | Path) -> tuple[Path, Path, Path, Path]:
+    """The token's files: the token, its turnstile, its ready gate and the context lock (all mounted into a
+    container)."""
+    return Path(token), turnstile_of(token), ready_gate_of(token), context_lock_of(token)
 
 
 def create_token_files(token: Path) -> Path:
-    """Create ``token``, its turnstile and its ready gate, readable by all (a container's user opens them
-    read-only)."""
+    """Create ``token``, its turnstile, its ready gate and its context lock, readable by all (a container's user
+    opens them read-only)."""
     for path in token_files(token):
         if not path.exists():
             path.touch()
@@ -281,6 +290,41 @@ def device_token(path: str | Path | None, mode: str = EXCLUSIVE, record: dict | 
     with DeviceToken(path, record) as token:
         token.hold(mode)
         yield token
+
+
+@contextmanager
+def one_context_at_a_time(token: str | Path | None, record: dict):
+    """Hold the device's context lock (``context_lock_of(token)``) for the block, in which the caller makes its
+    CUDA context: the run's workers on one device make theirs one after another. The driver makes a device's
+    contexts one at a time anyway: on the H200, eight forked at once all had theirs after 0.94-1.14 s, where one
+    alone took 0.25-0.34 s, and eight taking turns had theirs at 0.26, 0.45, ... 1.64 s (BENCHMARKS.md,
+    fifty-second session). So taking turns costs the last of a wave half a second and gives the first, a run's
+    first evaluation, its context 0.8 s sooner. No lock where there is no token path (a run without one) or no
+    such file (a token made by an older kbench); the record says why. It is an exclusive flock on a read-only
+    descriptor, as the token's: the kernel drops it if the holder dies. Its waits and window go into ``record``:
+    ``waited_s``, ``window`` ([start, end], epoch seconds, the lock held), or ``not taken``."""
+    if not token:
+        record["not taken"] = "no device token"
+        yield
+        return
+    try:
+        descriptor = os.open(context_lock_of(token), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        record["not taken"] = f"{type(exc).__name__}: {exc}"
+        yield
+        return
+    try:
+        asked = time.time()
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        held = time.time()
+        record["waited_s"] = round(held - asked, 6)
+        try:
+            yield
+        finally:
+            record["window"] = [held, time.time()]
+            fcntl.flock(descriptor, fcntl.LOCK_UN)
+    finally:
+        os.close(descriptor)
 
 
 def token_windows(record: dict) -> list[tuple[float, float, str]]:

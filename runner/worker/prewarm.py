@@ -40,7 +40,14 @@ import time
 import torch
 
 from runner.worker import fused_checks, fused_integrity
-from runner.worker.device_token import PREINIT_ENV, PREINIT_UNDER_TOKEN, SHARED, TOKEN_ENV, DeviceToken
+from runner.worker.device_token import (
+    PREINIT_ENV,
+    PREINIT_UNDER_TOKEN,
+    SHARED,
+    TOKEN_ENV,
+    DeviceToken,
+    one_context_at_a_time,
+)
 from runner.worker.protocol import CHECKS_CACHE_ENV
 
 # The modules a torch.compile of CUDA code imports on its first call that ``torch._inductor.compile_fx``
@@ -63,6 +70,9 @@ PREWARMED: dict = {}
 SPARE_CUDA_CONTEXT: list[float] = []
 # The token record of that, where it was made holding the device token (how long it waited for it).
 SPARE_CONTEXT_TOKEN: dict = {}
+# The device's context lock around it (``device_token.one_context_at_a_time``): how long it waited for the other
+# workers' contexts, and when it held the lock.
+SPARE_CONTEXT_LOCK: dict = {}
 
 
 def start_spare(stdin) -> None:
@@ -100,19 +110,25 @@ def spare_record() -> dict:
         record["spare_cuda_context"] = list(SPARE_CUDA_CONTEXT)
     if SPARE_CONTEXT_TOKEN:
         record["spare_cuda_context_token"] = dict(SPARE_CONTEXT_TOKEN)
+    if SPARE_CONTEXT_LOCK:
+        record["spare_cuda_context_lock"] = dict(SPARE_CONTEXT_LOCK)
     return record
 
 
 def _make_cuda_context(token_path: str | None) -> None:
-    """Make this spare's CUDA context now rather than inside its job; with ``token_path``, holding the
-    device's token shared, so not while a measurement runs (``executor.spare_context_under_token``)."""
-    with DeviceToken(token_path, SPARE_CONTEXT_TOKEN) as token:
-        token.hold(SHARED)
-        started = time.time()
-        torch.cuda.init()
-        torch.empty(1, device="cuda:0")
-        torch.cuda.synchronize()
-        SPARE_CUDA_CONTEXT[:] = [started, time.time()]
+    """Make this spare's CUDA context now rather than inside its job, when the device's other workers have made
+    theirs (``one_context_at_a_time``: the first worker of a run has its context first); with ``token_path``,
+    holding the device's token shared, so not while a measurement runs (``executor.spare_context_under_token``).
+    The context lock is taken first and the token inside it: a worker holding the token never waits for the lock
+    (a measurement that waits for the token's shared holders could otherwise wait for the lock's queue)."""
+    with one_context_at_a_time(os.environ.get(TOKEN_ENV), SPARE_CONTEXT_LOCK):
+        with DeviceToken(token_path, SPARE_CONTEXT_TOKEN) as token:
+            token.hold(SHARED)
+            started = time.time()
+            torch.cuda.init()
+            torch.empty(1, device="cuda:0")
+            torch.cuda.synchronize()
+            SPARE_CUDA_CONTEXT[:] = [started, time.time()]
 
 
 def prewarm_compiler(device: torch.device | None) -> dict:
