@@ -141,7 +141,8 @@ def ahead_marker(cache_dir: Path, folders: list[Path]) -> Path:
     compiled with the rest and left out of the name (its sources change between runs while it is developed)."""
     parts = [sys.version, sys.executable]
     for folder in folders:
-        init, own = (folder / "__init__.py").stat(), folder.stat()
+        own = folder.stat()
+        init = (folder / "__init__.py").stat() if (folder / "__init__.py").exists() else own
         parts.append(f"{folder} {init.st_ino} {init.st_size} {init.st_mtime_ns} {own.st_ino} {own.st_mtime_ns}")
     digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
     return cache_dir / "pycache" / f"compiled-ahead-{digest}"
