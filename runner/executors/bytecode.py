@@ -107,21 +107,16 @@ def compile_ahead(
     where the workers read the install's bytecode (``package`` decides, as in ``bytecode_env``), nothing is left
     to compile, or an earlier compile went over the same installs (``compiled_ahead_before``). ``preexec_fn``: run
     in the process before it starts (the executor's death with the run)."""
-    env = bytecode_env(cache_dir, package)
-    if PYCACHE_PREFIX_ENV not in env:
+    plan = _ahead_plan(cache_dir, packages, package)
+    if plan is None or plan[1].exists():
         return None
-    folders = [folder for package in packages if (folder := _uncompiled_folder(package)) is not None]
-    if not folders:
-        return None
-    marker = ahead_marker(cache_dir, folders)
-    if marker.exists():
-        return None
+    folders, marker = plan
     folders.append(REPO_ROOT / "runner")
     workers = max(1, (os.cpu_count() or 2) - 1)
     command = [sys.executable, "-c", _COMPILE_AND_MARK, str(marker), str(workers), _NOT_AHEAD, *map(str, folders)]
     return subprocess.Popen(
         command,
-        env={"PATH": os.environ.get("PATH", ""), **env},
+        env={"PATH": os.environ.get("PATH", ""), **bytecode_env(cache_dir, package)},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,  # syntax errors in files nobody imports (templates, examples): not ours to report
         stderr=subprocess.DEVNULL,
@@ -150,10 +145,17 @@ def ahead_marker(cache_dir: Path, folders: list[Path]) -> Path:
 
 def compiled_ahead_before(cache_dir: Path, packages: tuple[str, ...] = AHEAD_PACKAGES, package: str = "torch") -> bool:
     """Whether an earlier compile ahead went over ``packages`` as installed now (``compile_ahead``'s arguments)."""
+    plan = _ahead_plan(cache_dir, packages, package)
+    return plan is not None and plan[1].exists()
+
+
+def _ahead_plan(cache_dir: Path, packages: tuple[str, ...], package: str) -> tuple[list[Path], Path] | None:
+    """The folders of ``packages`` a compile ahead goes over and their marker (``ahead_marker``); None where the
+    workers read the install's bytecode (``package`` decides, as in ``bytecode_env``) or nothing is left to compile."""
     if PYCACHE_PREFIX_ENV not in bytecode_env(cache_dir, package):
-        return False
+        return None
     folders = [folder for package in packages if (folder := _uncompiled_folder(package)) is not None]
-    return bool(folders) and ahead_marker(cache_dir, folders).exists()
+    return (folders, ahead_marker(cache_dir, folders)) if folders else None
 
 
 def _uncompiled_folder(package: str) -> Path | None:
