@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from runner.analysis.disturbances import disturbances
+from runner.analysis.disturbances import EXIT_WINDOW_S, disturbances
 from runner.analysis.records import job_results
 from runner.bench import NOT_IN_A_SLOT, SLOT_STATES, duty, ncu, overlap, repeat
 from runner.methods import METHODS
 from runner.paths import TASKS_DIR
 from runner.tasks.loader import load_native_tasks
+from runner.warmup_beside import WARMUP_LOG
 from tests.conftest import FAST_TIMING, kbench
 
 TASKS = "[gelu_tanh,leaky_relu_fp32]"
@@ -445,6 +446,39 @@ def test_a_batch_during_another_workers_preload_is_counted_near_it(two_passes, t
     assert (found["near"][kind]["all"], found["near"][kind]["disturbed"]) == (1, 1)
     others = {"cuda_context", "preload", "candidate_preload"} - {kind}
     assert all(found["near"][other]["all"] == 0 for other in others)
+
+
+def test_a_compile_warm_ups_context_compiles_and_end_are_events_a_slowed_batch_is_held_against(
+    two_passes, tmp_path: Path
+):
+    """The warm-ups beside the sweep (``warmup.jsonl``) made their CUDA contexts, compiled and ended off the token:
+    a slowed batch during one warm-up's context and another's end is near those two kinds, a compile during an
+    unslowed batch counts among all batches only, and an end is read from ``finished_at`` where the line has one
+    (else from ``ended``, as a line from before it). Even the measured evaluation's own warm-up counts: it is
+    another process."""
+    run, paths, results, raws = _one_slow_batch(two_passes[0], tmp_path, lambda results, raws: None)
+    slow, other = raws[0]["batch_window"][1], raws[0]["batch_window"][3]
+    far = slow[0] + 1e6
+    lines = [
+        {"eval_id": results[0]["eval_id"], "started": far, "ended": far, "spare_cuda_context": slow},
+        {"eval_id": "w2", "started": far, "ended": far, "compiles": [other], "finished_at": far},
+        {"eval_id": "w3", "started": far, "ended": slow[0], "finished_at": far},  # its finished_at is far away
+        {"eval_id": "w4", "started": far, "ended": slow[0]},  # no finished_at: its end is read from ``ended``
+    ]
+    (run / WARMUP_LOG).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    found = disturbances(run)
+    assert found["disturbed"] == 1 and found["near_none"] == 0
+    assert found["largest"][0]["near"] == ["warmup_context", "warmup_exit"]
+    windows = [window for raw in raws for window in raw["batch_window"]]
+    exit_window = (slow[0], slow[0] + EXIT_WINDOW_S)
+    near_exit = sum(1 for start, end in windows if start < exit_window[1] and end > exit_window[0])
+    assert found["near"]["warmup_exit"]["all"] == near_exit and found["near"]["warmup_exit"]["disturbed"] == 1
+    assert (found["near"]["warmup_context"]["all"], found["near"]["warmup_context"]["disturbed"]) == (1, 1)
+    assert (found["near"]["warmup_compile"]["all"], found["near"]["warmup_compile"]["disturbed"]) == (1, 0)
+    assert found["near"]["cuda_context"]["all"] == 0
+    # Without the warm-ups' log, the same batch is near nothing.
+    (run / WARMUP_LOG).unlink()
+    assert disturbances(run)["near_none"] == 1
 
 
 def test_slot_parts_add_up_to_each_slots_time(two_passes, tmp_path: Path):

@@ -1131,6 +1131,10 @@ def test_the_result_names_the_configs_the_candidates_autotuned_kernels_ran(tmp_p
     assert any(k["found_by"] == "miss" and k["benchmark_ms"] > 0 for k in warmed), warmed
     summary = json.loads((runs[0] / "manifest.json").read_text())["warmup_beside"]
     assert summary["kernels_autotuned"] >= 1 and 0 < summary["autotune_benchmark_s"] <= summary["windows_s"], summary
+    # Each warm-up's CUDA context, made off the token like a spare's, is on record for ``runner.bench disturbed``.
+    for line in warmup_windows(runs[0]):
+        context = line["spare_cuda_context"]
+        assert line["started"] <= context[0] <= context[1] <= line["finished_at"] <= line["ended"], line
     assert warmup_windows(runs[1]) == []
     for run_dir in runs:
         for record in result_records(run_dir).values():

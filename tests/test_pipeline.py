@@ -279,6 +279,8 @@ def test_compile_warm_up_beside_the_sweep(tmp_path: Path, within):
         held = [(start, end) for start, end, mode in line["token"]["windows"]]
         compiles = [tuple(window) for window in line["compiles"]]
         assert compiles and all(end is not None for _, end in compiles), line
+        # Its end for ``runner.bench disturbed``: the record written after its last compile, before its process ended.
+        assert compiles[-1][1] <= line["finished_at"] <= line["ended"], line
         assert held and all(mode == "shared" for *_, mode in line["token"]["windows"]), line
         # The token let go while Dynamo compiled, held again for the compiled call.
         assert all(_overlap(c, h) == 0 for c in compiles for h in held), line
@@ -287,6 +289,7 @@ def test_compile_warm_up_beside_the_sweep(tmp_path: Path, within):
         assert all(_overlap(t, h) == 0 for t in turns for h in held), (turns, held)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["warmup_s"] == 0 and manifest["warmup_beside"]["candidates"] == 3
+    assert "- the compile warm-up beside the sweep: 3 candidates over" in (run_dir / "report.md").read_text()
     assert manifest["warmup_beside"]["failed"] == 0
     # Each job's record names its autotuned kernels (none here: no Triton on the CPU); the summary sums its windows.
     assert all(line["autotuning"] == {"kernels": [], "autotuned": 0} for line in warm.values()), warm

@@ -76,6 +76,32 @@ def test_the_report_says_where_the_wall_time_went():
     ) in text  # the report's order; a part with no time, or under 0.05 s, is not named
 
 
+def test_the_report_says_what_the_compile_warm_up_beside_the_sweep_cost():
+    """A cold pass's warm-up beside the sweep (its manifest's ``warmup_beside``, e.g. torch_compile's whole suite on an
+    H200: 222 candidates over 303.5 s, windows 106.3 s, 62.0 s of them timing 453 kernels' configs, 9 evaluations held
+    back 49.1 s) is a line of its own; a run without one (a warm cache, or the warm-up ahead) has none."""
+    frame = _frame([10.0])
+    beside = {
+        "candidates": 222,
+        "failed": 0,
+        "span_s": 303.49,
+        "evaluations_held_back": 9,
+        "held_back_s": 49.133,
+        "windows_s": 106.327,
+        "kernels_autotuned": 453,
+        "autotune_benchmark_s": 62.039,
+    }
+    text = render_report(frame, {"name": "r", "wall_s": 20.0, "warmup_beside": beside})
+    assert (
+        "- the compile warm-up beside the sweep: 222 candidates over 303.5 s; their device windows 106.3 s, of which "
+        "62.0 s timed 453 kernels' autotuning configs; 9 evaluations waited for theirs, 49.1 s together"
+    ) in text
+    failed = render_report(frame, {"name": "r", "wall_s": 20.0, "warmup_beside": {**beside, "failed": 2}})
+    assert "over 303.5 s, 2 failed (their evaluations compiled for themselves); their device windows" in failed
+    assert "warm-up beside" not in render_report(frame, {"name": "r", "wall_s": 20.0, "warmup_beside": None})
+    assert "warm-up beside" not in render_report(frame, {"name": "r", "wall_s": 20.0})
+
+
 def test_the_report_names_the_evaluations_that_placement_moves():
     """Where the placements' standard error exceeds the sampling noise the speedup depends on memory
     placement (a transpose on the H100: 4-5% between its four placements); those are listed, largest first."""

@@ -10,8 +10,13 @@ finished worker's exit, when the driver tears its context down and frees its mem
 ``finished_at`` for ``EXIT_WINDOW_S``), and a worker loading its reference's kernels by capturing its calls
 (``environment.preloaded_kernels.window``, ``runner/worker/preload.py``: allocations and two one-element fills
 per capture), or its compiled candidate's (``environment.preloaded_candidate.window``: the compile too, host
-work). Every batch is checked the same way, so the share of disturbed batches that overlap such an event can be
-held against the share of all batches that do (chance).
+work). A compile warm-up beside the sweep (``warmup.jsonl``, ``runner/warmup_beside.py``) adds its process's
+events: its CUDA context (``warmup_context``, made off the token like a spare's), each of its compiles
+(``warmup_compile``: off the token, host work that loads the compiled kernels into the context at its end) and its
+end (``warmup_exit``: its context reset, then the exit, from its ``finished_at``, or from the line's ``ended`` in a
+run from before the fifty-third session, for ``EXIT_WINDOW_S``). Its token windows are not candidates: they never
+overlap a turn. Every batch is checked the same way, so the share of disturbed batches that overlap such an event
+can be held against the share of all batches that do (chance).
 The timing loop records each batch's window (``batch_window`` in ``samples.json``, from the twelfth
 session on); a run without them gives no batches.
 """
@@ -23,11 +28,14 @@ import statistics
 from pathlib import Path
 
 from runner.analysis.records import job_results, samples_path
+from runner.warmup_beside import warmup_windows
 from runner.worker.protocol import batch_medians
 
 Z_LIMIT = 5.0
 MIN_EXCESS = 0.005
 EXIT_WINDOW_S = 2.0
+# The kinds of event a compile warm-up beside the sweep adds (``_warmup_events``).
+WARMUP_KINDS = ("warmup_context", "warmup_compile", "warmup_exit")
 _MAD_TO_SIGMA = 1.4826
 _SIDES = ("reference", "candidate")
 _LISTED = 10
@@ -47,7 +55,8 @@ def disturbances(run_dir: Path) -> dict:
             window = result.environment.get(record, {}).get("window")
             if window:
                 events.append((kind, result.eval_id, window[0], window[1]))
-    kinds = ("cuda_context", "worker_exit", "preload", "candidate_preload")
+    events += _warmup_events(run_dir)
+    kinds = ("cuda_context", "worker_exit", "preload", "candidate_preload", *WARMUP_KINDS)
     counts = {kind: {"all": 0, "disturbed": 0} for kind in kinds}
     batches, disturbed = 0, []
     for _, result in results:
@@ -87,6 +96,23 @@ def disturbances(run_dir: Path) -> dict:
         "near_none": sum(not row["near"] for row in disturbed),
         "largest": sorted(disturbed, key=lambda row: -row["excess_pct"])[:_LISTED],
     }
+
+
+def _warmup_events(run_dir: Path) -> list[tuple[str, str, float, float]]:
+    """The device events of the run's compile warm-ups beside the sweep, as ``disturbances``' events. Each is owned by
+    ``warmup:EVAL_ID``: a warm-up's process is never the measuring one (its evaluation waits for it)."""
+    events = []
+    for line in warmup_windows(run_dir):
+        owner = f"warmup:{line.get('eval_id')}"
+        window = line.get("spare_cuda_context")
+        if window:
+            events.append(("warmup_context", owner, window[0], window[1]))
+        for start, end in line.get("compiles") or []:
+            events.append(("warmup_compile", owner, start, end))
+        finished = line.get("finished_at") or line.get("ended")
+        if finished:
+            events.append(("warmup_exit", owner, finished, finished + EXIT_WINDOW_S))
+    return events
 
 
 def _excess(values: list[float], size: int, count: int) -> list[tuple[float, float]]:

@@ -94,6 +94,20 @@ def _sweep_start_line(start: dict) -> str:
     )
 
 
+def _warmup_beside_line(beside: dict) -> str:
+    """What the compile warm-up beside the sweep cost the run (its manifest's ``warmup_beside``): the device time its
+    windows held the token, shared, between the turns (timing autotuning configs the largest part as a rule), and the
+    evaluations that waited for their candidates' warm-ups."""
+    failed = f", {beside['failed']} failed (their evaluations compiled for themselves)" if beside.get("failed") else ""
+    return (
+        f"{beside['candidates']} candidates over {beside.get('span_s', 0.0):.1f} s{failed}; their device windows "
+        f"{beside.get('windows_s', 0.0):.1f} s, of which {beside.get('autotune_benchmark_s', 0.0):.1f} s timed "
+        f"{beside.get('kernels_autotuned', 0)} kernels' autotuning configs; {beside.get('evaluations_held_back', 0)} "
+        f"evaluations waited for theirs, {beside.get('held_back_s', 0.0):.1f} s together (`warmup.jsonl`; the duty "
+        "until the last of them ended and after: `python -m runner.bench duty RUN_DIR`)"
+    )
+
+
 def render_report(frame: pd.DataFrame, manifest: dict) -> str:
     lines = [f"# kbench report — {manifest.get('name', 'run')}", ""]
     env = manifest.get("environment", {})
@@ -142,6 +156,9 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
         start = manifest.get("sweep_start_s")
         if start and start.get("first_measurement") is not None:
             lines.append(f"- the sweep's start: {_sweep_start_line(start)}")
+        beside = manifest.get("warmup_beside")
+        if beside and beside.get("candidates"):
+            lines.append(f"- the compile warm-up beside the sweep: {_warmup_beside_line(beside)}")
     lines.append("")
     if frame.empty:
         return "\n".join(lines + ["No finished evaluations.", ""])

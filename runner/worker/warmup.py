@@ -11,8 +11,11 @@ the token from the start of each Dynamo compilation (tracing, Inductor, Triton's
 when it asks for it again; before it lets go, it waits for the device work it queued (weights, inputs, the last
 shape's kernels: CUDA runs them after the host has moved on), so none of it runs into a measurement's turn. The
 process runs at the lowest CPU priority (``BESIDE_NICE``). It writes its token windows and compile windows to
-``WARMUP_RECORD_FILE``, with the configs its kernels chose and how long timing them took (``autotuning.py``). Where
-Dynamo has no compile callbacks the token stays held throughout (correct, slower).
+``WARMUP_RECORD_FILE``, with the configs its kernels chose and how long timing them took (``autotuning.py``), what it
+paid before its job as any spare (``prewarm.spare_record``: its CUDA context's window, made off the token beside the
+measurements) and when it finished (``finished_at``: its context is reset and the process exits right after), so
+``runner.bench disturbed`` can hold the sweep's slowed batches against the warm-ups' device events too. Where Dynamo
+has no compile callbacks the token stays held throughout (correct, slower).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import torch
 from runner.worker.autotuning import read_autotuning
 from runner.worker.device_token import SHARED, TOKEN_ENV, DeviceToken
 from runner.worker.loading import build_model, import_file, make_inputs
+from runner.worker.prewarm import spare_record
 from runner.worker.protocol import (
     CANDIDATE_FILE,
     CANDIDATE_MODULE,
@@ -72,7 +76,13 @@ def warm_up(job: dict, job_dir: Path, trial_seed) -> int:
             settle()  # the last shape's kernels have run before the token is let go
     finally:
         if beside:
-            record = {"token": token_record, "compiles": compiles, "autotuning": read_autotuning(candidate_module)}
+            record = {
+                "token": token_record,
+                "compiles": compiles,
+                "autotuning": read_autotuning(candidate_module),
+                **spare_record(),
+                "finished_at": time.time(),
+            }
             write_json_atomic(job_dir / OUT_DIR / WARMUP_RECORD_FILE, record)
     return 0
 
