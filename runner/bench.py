@@ -9,10 +9,11 @@
 - ``overlap A B``: two runs made at the same time on one GPU: pairs of measurement windows
   (logged timing loops) that overlap in time. The per-GPU lock promises zero.
 - ``disturbed RUN``: the timed batches something slowed, and whether another worker's CUDA context
-  was being made or torn down meanwhile (``runner/analysis/disturbances.py``).
-- ``processes [--processes N] [--method M] TASK_OR_CATEGORY...``: each task's reference and method M's
-  candidate timed in N fresh processes: how far apart the processes' speedups (and each side's medians) lie
-  against one speedup's noise (``runner/process_modes.py``).
+  was being made or torn down meanwhile, or a compile warm-up's (``runner/analysis/disturbances.py``).
+- ``processes [--processes N] [--method M] [--hold-fraction F] TASK_OR_CATEGORY...``: each task's reference and
+  method M's candidate timed in N fresh processes, each holding its share of F of the GPU's free memory first: how
+  far apart the processes' speedups (and each side's medians) lie against one speedup's noise
+  (``runner/process_modes.py``).
 - ``autotune CACHE_A CACHE_B``: two compile caches (``executor.compile_cache_dir``) of the same candidates: the
   kernels whose autotuning chose differently (``runner/analysis/autotune.py``).
 - ``ncu PROFILE.csv RUN``: kernel time from Nsight Compute (``gpu__time_duration.sum`` summed
@@ -890,14 +891,15 @@ def profile(*task_ids: str) -> dict:
 
 
 def processes_command(argv: list[str]) -> int:
-    """``processes [--processes N] [--method M] [--samples N] [--device D] [--shape S] TASK_OR_CATEGORY...``: each
-    named task (a category: all of its tasks), its reference and method M's candidate, timed in N fresh processes
+    """``processes [--processes N] [--method M] [--samples N] [--device D] [--shape S] [--hold-fraction F]
+    TASK_OR_CATEGORY...``: each named task (a category: all of its tasks), its reference and method M's candidate,
+    timed in N fresh processes, each holding its share of F of the GPU's free memory first
     (``runner/process_modes.py``)."""
     import argparse
 
     from runner.methods import METHODS
     from runner.paths import TASKS_DIR
-    from runner.process_modes import process_modes
+    from runner.process_modes import HOLD_FRACTION, MAX_HOLD_FRACTION, process_modes
     from runner.registry import UnknownName
     from runner.tasks.loader import load_native_tasks
 
@@ -907,10 +909,20 @@ def processes_command(argv: list[str]) -> int:
     parser.add_argument("--samples", type=int, default=120)
     parser.add_argument("--device", default="auto", help="cuda, cuda:N or cpu; auto: the GPU where there is one")
     parser.add_argument("--shape", default="auto", help="auto: perf on a GPU, small on a CPU")
+    parser.add_argument(
+        "--hold-fraction",
+        type=float,
+        default=HOLD_FRACTION,
+        help="on a GPU, the share of its free memory the last process holds before its tensors (the others in "
+        "proportion, the first none): each process's tensors at another depth of the GPU's memory; 0: none",
+    )
     parser.add_argument("names", nargs="+", metavar="TASK_OR_CATEGORY")
     args = parser.parse_args(argv)
     if args.processes < 2 or args.samples < 4:
         print("kbench bench processes: --processes needs 2 or more, --samples 4 or more", file=sys.stderr)
+        return 2
+    if not 0 <= args.hold_fraction <= MAX_HOLD_FRACTION:
+        print(f"kbench bench processes: --hold-fraction must lie in [0, {MAX_HOLD_FRACTION}]", file=sys.stderr)
         return 2
     try:
         METHODS.get(args.method)
@@ -929,7 +941,9 @@ def processes_command(argv: list[str]) -> int:
         return 2
     try:
         paths = [str(t.path) for t in chosen]
-        figures = process_modes(paths, args.processes, args.method, args.device, args.shape, args.samples)
+        figures = process_modes(
+            paths, args.processes, args.method, args.device, args.shape, args.samples, args.hold_fraction
+        )
     except RuntimeError as exc:
         print(f"kbench bench processes: {exc}", file=sys.stderr)
         return 1

@@ -11,10 +11,16 @@ either run's noise, and no number of samples inside one process shows it.
 This module measures it directly: ``processes`` fresh interpreters, one after another, each timing every task
 given, its reference and a method's candidate (``reference``: the same Model again), in alternating batches with
 kbench's own sampler (CUDA events, the L2 flushed before each sample; the host clock on a CPU), at the
-performance shape with fixed seeds, so that the processes differ only in being processes. Per task it reports
-each process's medians and speedup, their spread between processes, the noise of one process's speedup, and
-their ratio: the floor under that method's repeatability on this GPU. It measures nothing for a run and changes
-nothing on the device.
+performance shape with fixed seeds, so that the processes differ only in being processes and in where their
+tensors lie. A sweep's worker allocates beside seven others and after hundreds that freed theirs, and some eager
+kernels run at one of two speeds by where their input lies: torch_compile's pair moved 3.6% on the eager permute of
+permute_nchw_to_nhwc_sdxl_vae_fp16 (4.900 ms in one pass, 5.076 in the other, every placement of a pass alike),
+while four fresh processes alone on the idle GPU all ran it at 4.900-4.904 ms (BENCHMARKS.md, fifty-third session).
+So on a GPU process ``k`` of ``N`` first holds ``k / (N - 1)`` of ``hold_fraction`` of the device memory free at its
+start (``HOLD_FRACTION`` by default; 0: none), and its tensors come after it, at another depth of the GPU's memory
+in each process. Per task it reports each process's medians and speedup, their spread between processes, the noise
+of one process's speedup, and their ratio: the floor under that method's repeatability on this GPU. It measures
+nothing for a run and changes nothing on the device.
 """
 
 from __future__ import annotations
@@ -38,16 +44,22 @@ WARMUP_MS = 50.0
 PROCESS_LIMIT_S = 600
 INPUT_SEED = 1
 MODEL_SEED = 0
+# The most of its free device memory the last process holds before its tensors (the others in proportion), and the
+# most that may be asked: the tasks' own tensors need the rest.
+HOLD_FRACTION = 0.5
+MAX_HOLD_FRACTION = 0.9
+GIB = 1 << 30
 
 
 def measure_in_this_process(
-    task_paths: list[str], device_name: str, shape: str, samples: int, method: str, workdir: str
+    task_paths: list[str], device_name: str, shape: str, samples: int, method: str, workdir: str, hold: float = 0.0
 ) -> dict:
     """Each task's reference and ``method``'s candidate at ``shape`` in this process: per side its samples
     summarised as a measurement's are (``timing.summarise``: the median, the quartiles, the median's relative
     standard error). ``device_name`` "auto": the GPU where there is one, else the CPU; ``shape`` "auto": the performance
     shape on a GPU, the small one on a CPU (where the performance shapes take minutes a call). The candidates'
-    sources are written to ``workdir``."""
+    sources are written to ``workdir``. On a GPU, ``hold`` of the device memory free at the start is held (allocated,
+    never written) before anything else, until the end; on a CPU nothing is."""
     import torch
 
     from runner.methods import METHODS
@@ -65,6 +77,10 @@ def measure_in_this_process(
         CudaSampler(device, cold=True, device_sync=False, l2_multiple=2.0) if device.type == "cuda" else HostSampler()
     )
     produce = METHODS.get(method)
+    held = None
+    if device.type == "cuda" and hold > 0:
+        free, _ = torch.cuda.mem_get_info(device)
+        held = torch.empty(int(hold * free) // (2 << 20) * (2 << 20), dtype=torch.uint8, device=device)
     out = {}
     for path in task_paths:
         task = read_native_task(Path(path))
@@ -96,7 +112,8 @@ def measure_in_this_process(
         if device.type == "cuda":
             torch.cuda.empty_cache()
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
-    return {"pid": os.getpid(), "device": device_name, "gpu": gpu, "shape": shape, "tasks": out}
+    held_gib = round(held.numel() / GIB, 3) if held is not None else 0.0
+    return {"pid": os.getpid(), "device": device_name, "gpu": gpu, "shape": shape, "held_gib": held_gib, "tasks": out}
 
 
 def process_modes(
@@ -106,16 +123,22 @@ def process_modes(
     device: str = "auto",
     shape: str = "auto",
     samples: int = SAMPLES,
+    hold_fraction: float = HOLD_FRACTION,
 ) -> dict:
-    """Each task timed in ``processes`` fresh processes, one after another (``measure_in_this_process``); per
-    task, each side's medians and the speedups, their spreads (slowest over fastest, less one), the median
-    noise of one process's speedup, and the speedups' standard deviation over that noise
+    """Each task timed in ``processes`` fresh processes, one after another (``measure_in_this_process``), process
+    ``k`` holding ``k / (processes - 1) * hold_fraction`` of the device memory free at its start (the module's
+    docstring); per task, each side's medians and the speedups, their spreads (slowest over fastest, less one), the
+    median noise of one process's speedup, and the speedups' standard deviation over that noise
     (``between_over_noise``: about 1 where the processes differ by chance alone; over 3, the speedup has a
     value of its own in each process). ``largest`` ranks the tasks by the speedup's spread."""
+    if not 0 <= hold_fraction <= MAX_HOLD_FRACTION:
+        raise ValueError(f"the hold fraction must lie in [0, {MAX_HOLD_FRACTION}], not {hold_fraction}")
     runs = []
     with tempfile.TemporaryDirectory(prefix="kbench-processes-") as workdir:
         for index in range(processes):
+            hold = hold_fraction * index / (processes - 1) if processes > 1 else 0.0
             command = [sys.executable, "-m", "runner.process_modes", device, shape, str(samples), method, workdir]
+            command += [repr(hold)]  # the share of its free device memory this process holds first
             started = time.perf_counter()
             try:
                 done = subprocess.run([*command, *task_paths], capture_output=True, text=True, timeout=PROCESS_LIMIT_S)
@@ -135,7 +158,8 @@ def process_modes(
         "gpu": runs[0]["gpu"],
         "shape": runs[0]["shape"],
         "samples": samples,
-        "processes": [{"pid": run["pid"], "wall_s": run["wall_s"]} for run in runs],
+        "hold_fraction": hold_fraction,
+        "processes": [{"pid": run["pid"], "wall_s": run["wall_s"], "held_gib": run["held_gib"]} for run in runs],
         "tasks": tasks,
         "largest": ranked[:10],
         "beyond_chance": [t for t in ranked if (tasks[t]["between_over_noise"] or 0) > 3],
@@ -167,5 +191,11 @@ def _across_processes(per_process: list[dict]) -> dict:
 
 
 if __name__ == "__main__":
-    device_arg, shape_arg, samples_arg, method_arg, workdir_arg, *paths = sys.argv[1:]
-    print(json.dumps(measure_in_this_process(paths, device_arg, shape_arg, int(samples_arg), method_arg, workdir_arg)))
+    device_arg, shape_arg, samples_arg, method_arg, workdir_arg, hold_arg, *paths = sys.argv[1:]
+    print(
+        json.dumps(
+            measure_in_this_process(
+                paths, device_arg, shape_arg, int(samples_arg), method_arg, workdir_arg, float(hold_arg)
+            )
+        )
+    )

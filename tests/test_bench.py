@@ -657,6 +657,8 @@ def test_processes_times_each_task_in_fresh_processes_and_reports_the_spreads():
     )
     pids = [p["pid"] for p in figures["processes"]]
     assert len(set(pids)) == 3 and os.getpid() not in pids  # three processes of their own
+    # The hold is device memory: on the CPU no process holds any.
+    assert figures["hold_fraction"] == 0.5 and [p["held_gib"] for p in figures["processes"]] == [0.0, 0.0, 0.0]
     layout = {t.task_id for t in load_native_tasks(TASKS_DIR) if t.category == "layout"}
     assert set(figures["tasks"]) == layout | {"relu_fp16"}
     for task_id, row in figures["tasks"].items():
@@ -704,6 +706,8 @@ def test_processes_times_a_methods_candidate_beside_the_reference():
             "unknown method 'torch_compil' (known: directory, reference, torch_compile); did you mean 'torch_compile'?",
         ),
         (["--processes", "1", "relu_fp16"], 2, "--processes needs 2 or more"),
+        (["--hold-fraction", "0.95", "relu_fp16"], 2, "--hold-fraction must lie in [0, 0.9]"),
+        (["--hold-fraction", "-0.1", "relu_fp16"], 2, "--hold-fraction must lie in [0, 0.9]"),
         (["--device", "cuda:99", "relu_fp16"], 1, "process 0 failed"),
         (["--shape", "huge", "relu_fp16"], 1, "relu_fp16 has no shape 'huge'"),
     ],

@@ -995,6 +995,10 @@ def test_processes_times_references_on_the_gpu_in_fresh_processes():
     assert len(row["reference_ms"]) == 2 and row["noise_pct"] < 0.5, row
     # The reference method's candidate is the same kernel in the same process: a speedup of 1 in each.
     assert all(abs(speedup - 1) < 0.02 for speedup in row["speedups"]), row
+    # The first process held none of the GPU's memory before its tensors, the last half of what was free.
+    free_gib = torch.cuda.mem_get_info(0)[0] / (1 << 30)
+    first, last = (process["held_gib"] for process in figures["processes"])
+    assert first == 0.0 and 0.4 * free_gib < last <= 0.5 * free_gib + 1.0, (figures["processes"], free_gib)
 
 
 def test_bench_all_runs_the_protocol_on_the_gpu(tmp_path):
