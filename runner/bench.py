@@ -44,6 +44,7 @@ from runner.analysis.autotune import compare as autotune_choices
 from runner.analysis.clock_mix import moved_at_matched_clocks, read_samples
 from runner.analysis.disturbances import disturbances
 from runner.analysis.records import job_results, samples_path
+from runner.intervals import union_seconds
 from runner.warmup_beside import warmup_windows
 from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, token_windows
 
@@ -122,13 +123,13 @@ def duty(run_dir: Path) -> dict:
     # The run's lanes (a GPU given no evaluation still had its wall time), at least those seen.
     lane_count = max(int(manifest.get("lanes") or 1), len(lanes))
     lane_wall = wall * lane_count
-    device_phases = sum(_union_seconds([(start, end) for start, end, _ in w]) for w in lanes.values())
+    device_phases = sum(union_seconds([(start, end) for start, end, _ in w]) for w in lanes.values())
     turns = {lane: sorted((start, end) for start, end, mode in w if mode == EXCLUSIVE) for lane, w in lanes.items()}
     exclusive = sum(end - start for lane_turns in turns.values() for start, end in lane_turns)
     spans = sum(max(end for _, end, _ in w) - min(start for start, _, _ in w) for w in lanes.values() if w)
     # The turns' union (their sum where none overlap, as in every valid run): both parts below take
     # it, so the parts add up to the wall time even for a run whose turns clashed.
-    turn_seconds = sum(_union_seconds(lane_turns) for lane_turns in turns.values())
+    turn_seconds = sum(union_seconds(lane_turns) for lane_turns in turns.values())
     warmup = float(manifest.get("warmup_s") or 0.0)
     isolation = sorted({r.environment.get("device_token", {}).get("isolation", ISOLATE_DEVICE) for _, r in results})
     return {
@@ -291,11 +292,11 @@ def between_turns(lanes, slots: int | None = None) -> dict:
                 if k != owner and a < start and b > asked
             ]
             for kind in {kind for _, _, kind in holders}:
-                held_by[kind] = held_by.get(kind, 0.0) + _union_seconds(
+                held_by[kind] = held_by.get(kind, 0.0) + union_seconds(
                     [(a, b) for a, b, held in holders if held == kind]
                 )
             held_by["nobody"] = (
-                held_by.get("nobody", 0.0) + (start - asked) - _union_seconds([(a, b) for a, b, _ in holders])
+                held_by.get("nobody", 0.0) + (start - asked) - union_seconds([(a, b) for a, b, _ in holders])
             )
             if holders:
                 last = max(holders, key=lambda holder: holder[1])[2]
@@ -306,7 +307,7 @@ def between_turns(lanes, slots: int | None = None) -> dict:
                 if states and not task.startswith(WARMUP_TASK):  # a warm-up holds no slot
                     in_slot = seconds_in_states(states, gap_from, start)
                     _add_seconds(slot_seconds, {state: s for state, s in in_slot.items() if state in SLOT_STATES})
-            warmup_seconds += _union_seconds(
+            warmup_seconds += union_seconds(
                 [(max(a, gap_from), min(b, start)) for a, b in warmups if a < start and b > gap_from]
             )
 
@@ -662,16 +663,6 @@ def _overlapping(intervals: list[tuple[float, float]]) -> int:
         count += start < reach
         reach = max(reach, end)
     return count
-
-
-def _union_seconds(intervals: list[tuple[float, float]]) -> float:
-    """The length of the union of ``intervals`` (overlapping stretches counted once)."""
-    total, reach = 0.0, float("-inf")
-    for start, end in sorted(intervals):
-        if end > reach:
-            total += end - max(start, reach)
-            reach = end
-    return total
 
 
 class BadInput(Exception):

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
 from pathlib import Path
 
+from runner.intervals import union_seconds
 from runner.worker.protocol import CUT_IN_FILE
 
 # One line per warm-up: which evaluation, its exit code, when it ran and its windows (``warmup_record``).
@@ -94,8 +95,11 @@ class WarmupBeside:
         self.failed = 0
         self.waits: list[float] = []  # seconds each held-back evaluation waited (0 where its warm-up had ended)
         # What the warm-ups' jobs said (``runner/worker/warmup.py``): their token windows, summed, and the kernels
-        # they autotuned with the time spent timing the configs, which is GPU work inside those windows.
+        # they autotuned with the time spent timing the configs, which is GPU work inside those windows. The windows
+        # themselves, for their union: several warm-ups' windows overlap (on the H200, 106.3 s summed, 37.7 s of the
+        # pass; BENCHMARKS.md, fifty-third session), and the union is what the lane gave them.
         self.windows_s = 0.0
+        self._windows: list[tuple[float, float]] = []
         self.kernels_autotuned = 0
         self.benchmark_ms = 0.0
         self.first_start: float | None = None
@@ -126,6 +130,7 @@ class WarmupBeside:
         with self._lock, self.log_path.open("a") as handle:
             self.failed += record.get("exit_code") != 0
             self.windows_s += sum(window[1] - window[0] for window in windows)
+            self._windows += [(window[0], window[1]) for window in windows]
             self.kernels_autotuned += len(autotuned)
             self.benchmark_ms += sum(kernel["benchmark_ms"] for kernel in autotuned)
             handle.write(json.dumps(line) + "\n")
@@ -157,7 +162,8 @@ class WarmupBeside:
 
     def summary(self) -> dict:
         """For the run's manifest: how many, how many failed, their span, what the sweep waited for them, their device
-        windows (summed) and how much of those went to timing autotuning configs."""
+        windows (summed, and their union: the seconds of the pass with one open) and how much of those went to timing
+        autotuning configs."""
         held_back = [w for w in self.waits if w > POLL_S]
         return {
             "candidates": len(self._ended),
@@ -166,6 +172,7 @@ class WarmupBeside:
             "evaluations_held_back": len(held_back),
             "held_back_s": round(sum(held_back), 3),
             "windows_s": round(self.windows_s, 3),
+            "windows_union_s": round(union_seconds(self._windows), 3),
             "kernels_autotuned": self.kernels_autotuned,
             "autotune_benchmark_s": round(self.benchmark_ms / 1e3, 3),
         }

@@ -254,6 +254,7 @@ def test_compile_warm_up_beside_the_sweep(tmp_path: Path, within):
     ``executor.warmup_cut_in_within=0`` a warm-up's windows cut in only once the sweep waits for it (each is told,
     and says when), at the ready gate before: the same holds."""
     from runner.bench import duty
+    from runner.intervals import union_seconds
     from runner.warmup_beside import warmup_windows
 
     told = () if within is None else (f"executor.warmup_cut_in_within={within}",)
@@ -295,6 +296,10 @@ def test_compile_warm_up_beside_the_sweep(tmp_path: Path, within):
     assert all(line["autotuning"] == {"kernels": [], "autotuned": 0} for line in warm.values()), warm
     windows_s = sum(end - start for line in warm.values() for start, end, _ in line["token"]["windows"])
     assert manifest["warmup_beside"]["windows_s"] == pytest.approx(windows_s, abs=0.002)
+    # Their union: each window's seconds once, however many were open (two warm-ups at a time here).
+    union = union_seconds((start, end) for line in warm.values() for start, end, _ in line["token"]["windows"])
+    assert manifest["warmup_beside"]["windows_union_s"] == pytest.approx(union, abs=0.002)
+    assert 0 < union <= windows_s + 0.002
     assert manifest["warmup_beside"]["kernels_autotuned"] == 0 == manifest["warmup_beside"]["autotune_benchmark_s"]
     figures = duty(run_dir)
     assert figures["warmup_beside"]["candidates"] == 3

@@ -78,8 +78,9 @@ def test_the_report_says_where_the_wall_time_went():
 
 def test_the_report_says_what_the_compile_warm_up_beside_the_sweep_cost():
     """A cold pass's warm-up beside the sweep (its manifest's ``warmup_beside``, e.g. torch_compile's whole suite on an
-    H200: 222 candidates over 303.5 s, windows 106.3 s, 62.0 s of them timing 453 kernels' configs, 9 evaluations held
-    back 49.1 s) is a line of its own; a run without one (a warm cache, or the warm-up ahead) has none."""
+    H200: 222 candidates over 303.5 s, windows 106.3 s summed and 37.7 s as their union, 62.0 s of them timing 453
+    kernels' configs, 9 evaluations held back 49.1 s) is a line of its own; a run without one (a warm cache, or the
+    warm-up ahead) has none."""
     frame = _frame([10.0])
     beside = {
         "candidates": 222,
@@ -91,11 +92,14 @@ def test_the_report_says_what_the_compile_warm_up_beside_the_sweep_cost():
         "kernels_autotuned": 453,
         "autotune_benchmark_s": 62.039,
     }
-    text = render_report(frame, {"name": "r", "wall_s": 20.0, "warmup_beside": beside})
+    text = render_report(frame, {"name": "r", "wall_s": 20.0, "warmup_beside": {**beside, "windows_union_s": 37.71}})
     assert (
-        "- the compile warm-up beside the sweep: 222 candidates over 303.5 s; their device windows 106.3 s, of which "
-        "62.0 s timed 453 kernels' autotuning configs; 9 evaluations waited for theirs, 49.1 s together"
+        "- the compile warm-up beside the sweep: 222 candidates over 303.5 s; their device windows 106.3 s summed, "
+        "37.7 s of the pass (several open at once), in which 62.0 s timed 453 kernels' autotuning configs; "
+        "9 evaluations waited for theirs, 49.1 s together"
     ) in text
+    older = render_report(frame, {"name": "r", "wall_s": 20.0, "warmup_beside": beside})  # no union kept then
+    assert "their device windows 106.3 s summed, in which 62.0 s timed" in older
     failed = render_report(frame, {"name": "r", "wall_s": 20.0, "warmup_beside": {**beside, "failed": 2}})
     assert "over 303.5 s, 2 failed (their evaluations compiled for themselves); their device windows" in failed
     assert "warm-up beside" not in render_report(frame, {"name": "r", "wall_s": 20.0, "warmup_beside": None})

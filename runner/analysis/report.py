@@ -99,10 +99,13 @@ def _warmup_beside_line(beside: dict) -> str:
     windows held the token, shared, between the turns (timing autotuning configs the largest part as a rule), and the
     evaluations that waited for their candidates' warm-ups."""
     failed = f", {beside['failed']} failed (their evaluations compiled for themselves)" if beside.get("failed") else ""
+    union = beside.get("windows_union_s")  # a run from before the fifty-third session has none
+    of_the_pass = f", {union:.1f} s of the pass (several open at once)" if union is not None else ""
     return (
         f"{beside['candidates']} candidates over {beside.get('span_s', 0.0):.1f} s{failed}; their device windows "
-        f"{beside.get('windows_s', 0.0):.1f} s, of which {beside.get('autotune_benchmark_s', 0.0):.1f} s timed "
-        f"{beside.get('kernels_autotuned', 0)} kernels' autotuning configs; {beside.get('evaluations_held_back', 0)} "
+        f"{beside.get('windows_s', 0.0):.1f} s summed{of_the_pass}, in which {beside.get('autotune_benchmark_s', 0.0):.1f}"
+        f" s timed {beside.get('kernels_autotuned', 0)} kernels' autotuning configs; "
+        f"{beside.get('evaluations_held_back', 0)} "
         f"evaluations waited for theirs, {beside.get('held_back_s', 0.0):.1f} s together (`warmup.jsonl`; the duty "
         "until the last of them ended and after: `python -m runner.bench duty RUN_DIR`)"
     )
