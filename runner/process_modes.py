@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from runner.gpu.memory_admission import GIB
+
 # Samples per task and process, taken in batches of this many calls (one synchronisation a batch).
 SAMPLES = 120
 BATCH = 20
@@ -48,7 +50,6 @@ MODEL_SEED = 0
 # most that may be asked: the tasks' own tensors need the rest.
 HOLD_FRACTION = 0.5
 MAX_HOLD_FRACTION = 0.9
-GIB = 1 << 30
 
 
 def measure_in_this_process(

@@ -94,11 +94,10 @@ class WarmupBeside:
         self._lock = threading.Lock()  # the counts and the log, written from the pool's threads
         self.failed = 0
         self.waits: list[float] = []  # seconds each held-back evaluation waited (0 where its warm-up had ended)
-        # What the warm-ups' jobs said (``runner/worker/warmup.py``): their token windows, summed, and the kernels
-        # they autotuned with the time spent timing the configs, which is GPU work inside those windows. The windows
-        # themselves, for their union: several warm-ups' windows overlap (on the H200, 106.3 s summed, 37.7 s of the
-        # pass; BENCHMARKS.md, fifty-third session), and the union is what the lane gave them.
-        self.windows_s = 0.0
+        # What the warm-ups' jobs said (``runner/worker/warmup.py``): their token windows, summed and as their union
+        # in the summary (several warm-ups' windows overlap: on the H200, 106.3 s summed, 37.7 s of the pass;
+        # BENCHMARKS.md, fifty-third session; the union is what the lane gave them), and the kernels they autotuned
+        # with the time spent timing the configs, which is GPU work inside those windows.
         self._windows: list[tuple[float, float]] = []
         self.kernels_autotuned = 0
         self.benchmark_ms = 0.0
@@ -129,7 +128,6 @@ class WarmupBeside:
         windows = record.get("token", {}).get("windows", [])
         with self._lock, self.log_path.open("a") as handle:
             self.failed += record.get("exit_code") != 0
-            self.windows_s += sum(window[1] - window[0] for window in windows)
             self._windows += [(window[0], window[1]) for window in windows]
             self.kernels_autotuned += len(autotuned)
             self.benchmark_ms += sum(kernel["benchmark_ms"] for kernel in autotuned)
@@ -171,7 +169,7 @@ class WarmupBeside:
             "span_s": round(self.last_end - self.first_start, 3) if self.first_start and self.last_end else 0.0,
             "evaluations_held_back": len(held_back),
             "held_back_s": round(sum(held_back), 3),
-            "windows_s": round(self.windows_s, 3),
+            "windows_s": round(sum(end - start for start, end in self._windows), 3),
             "windows_union_s": round(union_seconds(self._windows), 3),
             "kernels_autotuned": self.kernels_autotuned,
             "autotune_benchmark_s": round(self.benchmark_ms / 1e3, 3),
