@@ -187,7 +187,24 @@ def duty(run_dir: Path) -> dict:
         "turn_parts_s": turn_parts(sampled),
         "batches_rest_parts_s": batches_rest_parts(sampled),
         "short_batches": short_batches(sampled),
+        "memory_released": memory_released(results),
     }
+
+
+def memory_released(results) -> dict | None:
+    """What the workers gave back to the driver with the token held, per stage (``runner/worker/memory_release.py``):
+    evaluations, GiB given back, and the seconds they then held the token while the driver cleared it. None for a
+    run from before the fifty-fourth session, or off a GPU."""
+    stages: dict[str, dict] = {}
+    for _, result in results:
+        for line in result.environment.get("device_memory_released") or []:
+            if "freed_bytes" not in line:
+                continue
+            stage = stages.setdefault(line["stage"], {"evaluations": 0, "freed_gib": 0.0, "settle_s": 0.0})
+            stage["evaluations"] += 1
+            stage["freed_gib"] += line["freed_bytes"] / (1 << 30)
+            stage["settle_s"] += line["settle_s"]
+    return stages or None
 
 
 # A gap between two turns up to this long is a hand-over: the next measurement's warm-up beside the last one's

@@ -202,6 +202,7 @@ class Orchestrator:
             "integrity_policy": s.methods[evaluation.method]["integrity_policy"],
             "threads": s.cpu_threads,
             "measurement_isolation": s.measurement_isolation,
+            "release_under_token": s.release_under_token,
             "preload_kernels": s.preload_kernels,
             "preload_candidate": s.preload_candidate,
             "meta": self._job_meta(evaluation),

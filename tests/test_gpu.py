@@ -70,6 +70,30 @@ def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
         assert result["environment"]["gpu_before"]["uuid"].startswith("GPU-")
 
 
+def test_a_worker_gives_its_memory_back_with_the_token_held_and_waits_for_the_driver_to_clear_it(tmp_path):
+    """``runner/worker/memory_release.py``: after the checks and at the end, inside the token's last window, the
+    worker gives its cached blocks back and holds the token for the driver's clearing; what its exit gives back
+    after is what no empty_cache can (under 1 GiB). With ``executor.release_under_token=false`` the end's is the
+    exit's again."""
+    from runner.worker.memory_release import GIB, scrub_seconds
+
+    for result in _two_reference_tasks(tmp_path, "released"):
+        assert result["verdict"]["status"] == "correct", result["verdict"]
+        released = {line["stage"]: line for line in result["environment"]["device_memory_released"]}
+        assert set(released) == {"checks", "end"}
+        end = released["end"]
+        assert end["freed_bytes"] > 0 and end["left_bytes"] <= GIB
+        for line in released.values():
+            assert line["settle_s"] == round(scrub_seconds(line["freed_bytes"]), 4)
+        # The end's release and wait lie inside the token's last shared window, after the measurement's turn.
+        windows = result["environment"]["device_token"]["windows"]
+        last_start, last_end, mode = windows[-1]
+        assert mode == "shared" and last_end - last_start >= end["settle_s"]
+    for result in _two_reference_tasks(tmp_path, "kept", "executor.release_under_token=false"):
+        stages = [line["stage"] for line in result["environment"]["device_memory_released"]]
+        assert stages == ["checks"] and result["environment"]["device_memory_released"][0]["settle_s"] == 0
+
+
 def test_preloading_a_references_kernels_runs_only_the_generators_fills_and_changes_no_value(tmp_path):
     """The preload captures the reference's calls and never launches them: the CUDA profiler sees only the
     random generator's two one-element fills per capture; a module whose forward reads a value back cannot be

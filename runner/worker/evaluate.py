@@ -58,6 +58,7 @@ from runner.worker.integrity import (
 from runner.worker.kernel_census import KernelCensus
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
 from runner.worker.memory import causes, others_took_it, out_of_memory
+from runner.worker.memory_release import release_device_memory
 from runner.worker.placements import PlacementMaker, TimedSide, timing_inputs, weight_copies
 from runner.worker.precision import float64_references
 from runner.worker.preload import dynamo_graphs, preload_candidate_kernels, preload_reference_kernels
@@ -185,7 +186,16 @@ def evaluate(job: dict, job_dir: Path) -> Result:
                 preloaded = _preload_own_candidate(job, job_dir, device, result, screened, cost)
             with DeviceToken(os.environ.get(TOKEN_ENV), record, isolation) as token, torch.no_grad():
                 token.hold(SHARED)
-                _run(job, job_dir, device, result, clock, screened, token, held_back, cost, preloaded)
+                stopped = None
+                try:
+                    _run(job, job_dir, device, result, clock, screened, token, held_back, cost, preloaded)
+                except _Stop as stop:  # its frames (the timing's tensors) let go, so their memory can be given back
+                    stopped = stop.with_traceback(None)
+                    stopped.__context__ = stopped.__cause__ = None
+                if _settles(job):  # given back and cleared while the token is held, not by the exit after it
+                    _note_release(result, release_device_memory(device, "end"))
+                if stopped is not None:
+                    raise stopped
         finally:
             cost.settle()
             result.autotuning = read_autotuning(sys.modules.get(CANDIDATE_MODULE))  # host work, the token let go
@@ -208,6 +218,18 @@ def evaluate(job: dict, job_dir: Path) -> Result:
     result.finished_at = time.time()
     clock.mark("done")
     return result
+
+
+def _settles(job: dict) -> bool:
+    """Whether the worker waits, the token held, for the driver to clear what it gives back
+    (``executor.release_under_token``)."""
+    return bool(job.get("release_under_token", True))
+
+
+def _note_release(result: Result, released: dict | None) -> None:
+    """Keep what ``release_device_memory`` gave back in the result (``environment.device_memory_released``)."""
+    if released is not None:
+        result.environment.setdefault("device_memory_released", []).append(released)
 
 
 def _screen(job: dict, job_dir: Path, result: Result) -> StaticReport:
@@ -311,10 +333,10 @@ def _run(
     if preloaded is not None:  # the preload's compiled code called, or compiled again (then it bought nothing)
         result.environment["preloaded_candidate"]["graphs_compiled_in_correctness"] = dynamo_graphs() - graphs
     expected.clear()
-    if device.type == "cuda":
-        # The checks' blocks go back to the device: an evaluation waits for its turn holding only its timed
-        # set-up, not the cache of its checks, which the others in flight may need (memory_admission.py).
-        torch.cuda.empty_cache()
+    # The checks' blocks go back to the device: an evaluation waits for its turn holding only its timed set-up, not
+    # the cache of its checks, which the others in flight may need (memory_admission.py); cleared before any
+    # measurement runs (memory_release.py).
+    _note_release(result, release_device_memory(device, "checks", settle=_settles(job)))
 
     if job.get("timing") is None:
         return

@@ -14,8 +14,10 @@ process runs at the lowest CPU priority (``BESIDE_NICE``). It writes its token w
 ``WARMUP_RECORD_FILE``, with the configs its kernels chose and how long timing them took (``autotuning.py``), what it
 paid before its job as any spare (``prewarm.spare_record``: its CUDA context's window, made off the token beside the
 measurements) and when it finished (``finished_at``: its context is reset and the process exits right after), so
-``runner.bench disturbed`` can hold the sweep's slowed batches against the warm-ups' device events too. Where Dynamo
-has no compile callbacks the token stays held throughout (correct, slower).
+``runner.bench disturbed`` can hold the sweep's slowed batches against the warm-ups' device events too. Before it
+lets go of the token for the last time it gives its cached device memory back and waits for the driver to clear it
+(``memory_release.py``; ``device_memory_released`` in its record), so its exit frees little inside a measurement.
+Where Dynamo has no compile callbacks the token stays held throughout (correct, slower).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import torch
 from runner.worker.autotuning import read_autotuning
 from runner.worker.device_token import SHARED, TOKEN_ENV, DeviceToken
 from runner.worker.loading import build_model, import_file, make_inputs
+from runner.worker.memory_release import release_device_memory
 from runner.worker.prewarm import spare_record
 from runner.worker.protocol import (
     CANDIDATE_FILE,
@@ -62,6 +65,7 @@ def warm_up(job: dict, job_dir: Path, trial_seed) -> int:
     told = job_dir / OUT_DIR / CUT_IN_FILE
     cuts_in = told.exists if job.get("warmup_cut_in", "always") == "told" else True
     settle = device_settled(device)
+    released = None
     try:
         with (
             DeviceToken(os.environ.get(TOKEN_ENV) if beside else None, token_record, cuts_in=cuts_in) as token,
@@ -69,11 +73,15 @@ def warm_up(job: dict, job_dir: Path, trial_seed) -> int:
             torch.no_grad(),
         ):
             token.hold(SHARED)
+            model = None
             for shape_name in job["check_shapes"]:
                 dims = task["shapes"][shape_name]
                 model = build_model(candidate_module.ModelNew, reference_module, dims, device, seed)
                 model(*make_inputs(reference_module, dims, device, trial_seed(seed, 0)))
             settle()  # the last shape's kernels have run before the token is let go
+            del model
+            if job.get("release_under_token", True):  # cleared before a measurement, not by the exit inside one
+                released = release_device_memory(device, "end")
     finally:
         if beside:
             record = {
@@ -81,6 +89,7 @@ def warm_up(job: dict, job_dir: Path, trial_seed) -> int:
                 "compiles": compiles,
                 "autotuning": read_autotuning(candidate_module),
                 **spare_record(),
+                "device_memory_released": released,
                 "finished_at": time.time(),
             }
             write_json_atomic(job_dir / OUT_DIR / WARMUP_RECORD_FILE, record)
