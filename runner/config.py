@@ -138,9 +138,11 @@ class ExecutorConfig:
     measurement_isolation: MeasurementIsolation = MeasurementIsolation.device
     # Whether a worker gives its cached device memory back while it holds the device's token, and holds it until
     # the driver has cleared that memory (3 ms per GiB): the driver's clearing slows every kernel that streams memory
-    # by about 12% meanwhile, and a worker's exit would otherwise free it inside the next measurement
-    # (runner/worker/memory_release.py). false: the exit gives it back, as before the fifty-fourth session.
-    release_under_token: bool = True
+    # by about 12% meanwhile, and a worker's exit frees it inside the next measurement otherwise
+    # (runner/worker/memory_release.py). Off by default: over 40 reference evaluations on the H200 it cost 1.2 points
+    # of duty and moved neither the disturbed batches nor the repeatability beyond one pair's noise (BENCHMARKS.md,
+    # fifty-fourth session).
+    release_under_token: bool = False
     # Whether a worker on a GPU loads its reference's kernels before its first shared phase, by capturing the
     # reference's calls into a CUDA graph it never launches: no device work, so off the device's token, while
     # the measurements queued before it run (runner/worker/preload.py). Alone, six suite tasks' reference stage fell

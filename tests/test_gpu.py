@@ -73,11 +73,11 @@ def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
 def test_a_worker_gives_its_memory_back_with_the_token_held_and_waits_for_the_driver_to_clear_it(tmp_path):
     """``runner/worker/memory_release.py``: after the checks and at the end, inside the token's last window, the
     worker gives its cached blocks back and holds the token for the driver's clearing; what its exit gives back
-    after is what no empty_cache can (under 1 GiB). With ``executor.release_under_token=false`` the end's is the
-    exit's again."""
+    after is what no empty_cache can (under 1 GiB). Without ``executor.release_under_token`` (the default) the
+    checks' cache is given back with no wait and the rest by the exit."""
     from runner.worker.memory_release import GIB, scrub_seconds
 
-    for result in _two_reference_tasks(tmp_path, "released"):
+    for result in _two_reference_tasks(tmp_path, "released", "executor.release_under_token=true"):
         assert result["verdict"]["status"] == "correct", result["verdict"]
         released = {line["stage"]: line for line in result["environment"]["device_memory_released"]}
         assert set(released) == {"checks", "end"}
@@ -89,7 +89,7 @@ def test_a_worker_gives_its_memory_back_with_the_token_held_and_waits_for_the_dr
         windows = result["environment"]["device_token"]["windows"]
         last_start, last_end, mode = windows[-1]
         assert mode == "shared" and last_end - last_start >= end["settle_s"]
-    for result in _two_reference_tasks(tmp_path, "kept", "executor.release_under_token=false"):
+    for result in _two_reference_tasks(tmp_path, "kept"):
         stages = [line["stage"] for line in result["environment"]["device_memory_released"]]
         assert stages == ["checks"] and result["environment"]["device_memory_released"][0]["settle_s"] == 0
 

@@ -16,9 +16,9 @@ from runner.worker.memory_release import GIB, SCRUB_S_PER_GIB, release_device_me
 from tests.conftest import one_task_reference_run
 
 
-def test_the_setting_is_on_by_default_and_not_part_of_the_configurations_identity():
-    on = compose_config(["experiment=h100_fullsuite"])
-    off = compose_config(["experiment=h100_fullsuite", "executor.release_under_token=false"])
+def test_the_setting_is_off_by_default_and_not_part_of_the_configurations_identity():
+    off = compose_config(["experiment=h100_fullsuite"])
+    on = compose_config(["experiment=h100_fullsuite", "executor.release_under_token=true"])
     assert to_settings(on).release_under_token is True and to_settings(off).release_under_token is False
     # How a run is driven, not what it measures: a run cut off with it on resumes with it off.
     assert hashed_yaml(on) == hashed_yaml(off)

@@ -223,7 +223,7 @@ def evaluate(job: dict, job_dir: Path) -> Result:
 def _settles(job: dict) -> bool:
     """Whether the worker waits, the token held, for the driver to clear what it gives back
     (``executor.release_under_token``)."""
-    return bool(job.get("release_under_token", True))
+    return bool(job.get("release_under_token", False))
 
 
 def _note_release(result: Result, released: dict | None) -> None:
@@ -334,8 +334,8 @@ def _run(
         result.environment["preloaded_candidate"]["graphs_compiled_in_correctness"] = dynamo_graphs() - graphs
     expected.clear()
     # The checks' blocks go back to the device: an evaluation waits for its turn holding only its timed set-up, not
-    # the cache of its checks, which the others in flight may need (memory_admission.py); cleared before any
-    # measurement runs (memory_release.py).
+    # the cache of its checks, which the others in flight may need (memory_admission.py); with
+    # executor.release_under_token, cleared by the driver before any measurement runs (memory_release.py).
     _note_release(result, release_device_memory(device, "checks", settle=_settles(job)))
 
     if job.get("timing") is None:

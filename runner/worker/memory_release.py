@@ -7,9 +7,13 @@ H200 (driver 580), a 1 GiB copy of 0.51 ms ran 11.6% slower for about 100 ms aft
 about 20 ms after 8 GiB, whether this process gave them back or another one exited holding them (with its context
 reset first or not); allocating 8 or 40 GiB, written or not, slowed nothing (BENCHMARKS.md, fifty-fourth session).
 A worker that exits after letting go of the device's token gives back everything it held, most often inside the
-next evaluation's turn (``context_exit.py``). So the worker gives its cached blocks back while it still holds the
-token, and holds it ``SCRUB_S_PER_GIB`` per GiB given back longer: the next measurement starts on a cleared GPU.
-Its own exit then gives back only what its allocator could not (the context's own memory, blocks still in use).
+next evaluation's turn (``context_exit.py``). With ``executor.release_under_token`` the worker gives its cached
+blocks back while it still holds the token, and holds it ``SCRUB_S_PER_GIB`` per GiB given back longer: the next
+measurement starts on a cleared GPU, and the worker's exit gives back only what its allocator could not (the
+context's own memory, blocks still in use). Without it (the default) the checks' cache is given back as before, the
+wait skipped, and the rest by the exit: over 40 reference evaluations on the H200 the wait (1.7 s) cost 1.2 points
+of duty, and the disturbed batches (58-69 either way, their largest 20-37% slower: not this) and the repeatability
+did not move beyond one pair's noise (BENCHMARKS.md, fifty-fourth session).
 
 Read and released only; nothing here changes a setting of the device.
 """

@@ -15,8 +15,9 @@ process runs at the lowest CPU priority (``BESIDE_NICE``). It writes its token w
 paid before its job as any spare (``prewarm.spare_record``: its CUDA context's window, made off the token beside the
 measurements) and when it finished (``finished_at``: its context is reset and the process exits right after), so
 ``runner.bench disturbed`` can hold the sweep's slowed batches against the warm-ups' device events too. Before it
-lets go of the token for the last time it gives its cached device memory back and waits for the driver to clear it
-(``memory_release.py``; ``device_memory_released`` in its record), so its exit frees little inside a measurement.
+lets go of the token for the last time it may give its cached device memory back and wait for the driver to clear it
+(``executor.release_under_token``, ``memory_release.py``; ``device_memory_released`` in its record), so that its
+exit frees little inside a measurement.
 Where Dynamo has no compile callbacks the token stays held throughout (correct, slower).
 """
 
@@ -80,7 +81,7 @@ def warm_up(job: dict, job_dir: Path, trial_seed) -> int:
                 model(*make_inputs(reference_module, dims, device, trial_seed(seed, 0)))
             settle()  # the last shape's kernels have run before the token is let go
             del model
-            if job.get("release_under_token", True):  # cleared before a measurement, not by the exit inside one
+            if job.get("release_under_token", False):  # cleared before a measurement, not by the exit inside one
                 released = release_device_memory(device, "end")
     finally:
         if beside:
