@@ -44,6 +44,7 @@ from runner.analysis.autotune import compare as autotune_choices
 from runner.analysis.clock_mix import moved_at_matched_clocks, read_samples
 from runner.analysis.disturbances import disturbances
 from runner.analysis.records import job_results, samples_path
+from runner.gpu.memory_admission import GIB
 from runner.intervals import union_seconds
 from runner.warmup_beside import warmup_windows
 from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, token_windows
@@ -202,7 +203,7 @@ def memory_released(results) -> dict | None:
                 continue
             stage = stages.setdefault(line["stage"], {"evaluations": 0, "freed_gib": 0.0, "settle_s": 0.0})
             stage["evaluations"] += 1
-            stage["freed_gib"] += line["freed_bytes"] / (1 << 30)
+            stage["freed_gib"] += line["freed_bytes"] / GIB
             stage["settle_s"] += line["settle_s"]
     return stages or None
 

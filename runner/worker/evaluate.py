@@ -58,7 +58,7 @@ from runner.worker.integrity import (
 from runner.worker.kernel_census import KernelCensus
 from runner.worker.loading import as_output_list, build_model, import_file, make_inputs
 from runner.worker.memory import causes, others_took_it, out_of_memory
-from runner.worker.memory_release import release_device_memory
+from runner.worker.memory_release import release_device_memory, settles
 from runner.worker.placements import PlacementMaker, TimedSide, timing_inputs, weight_copies
 from runner.worker.precision import float64_references
 from runner.worker.preload import dynamo_graphs, preload_candidate_kernels, preload_reference_kernels
@@ -192,7 +192,7 @@ def evaluate(job: dict, job_dir: Path) -> Result:
                 except _Stop as stop:  # its frames (the timing's tensors) let go, so their memory can be given back
                     stopped = stop.with_traceback(None)
                     stopped.__context__ = stopped.__cause__ = None
-                if _settles(job):  # given back and cleared while the token is held, not by the exit after it
+                if settles(job):  # given back and cleared while the token is held, not by the exit after it
                     _note_release(result, release_device_memory(device, "end"))
                 if stopped is not None:
                     raise stopped
@@ -218,12 +218,6 @@ def evaluate(job: dict, job_dir: Path) -> Result:
     result.finished_at = time.time()
     clock.mark("done")
     return result
-
-
-def _settles(job: dict) -> bool:
-    """Whether the worker waits, the token held, for the driver to clear what it gives back
-    (``executor.release_under_token``)."""
-    return bool(job.get("release_under_token", False))
 
 
 def _note_release(result: Result, released: dict | None) -> None:
@@ -336,7 +330,7 @@ def _run(
     # The checks' blocks go back to the device: an evaluation waits for its turn holding only its timed set-up, not
     # the cache of its checks, which the others in flight may need (memory_admission.py); with
     # executor.release_under_token, cleared by the driver before any measurement runs (memory_release.py).
-    _note_release(result, release_device_memory(device, "checks", settle=_settles(job)))
+    _note_release(result, release_device_memory(device, "checks", settle=settles(job)))
 
     if job.get("timing") is None:
         return

@@ -24,10 +24,17 @@ import time
 
 import torch
 
-GIB = 1 << 30
+from runner.gpu.memory_admission import GIB
+
 # How long the driver takes to clear what was given back, per GiB, with room: 40 GiB took about 100 ms and 8 GiB
 # about 20 ms on the H200 (2.5 ms per GiB).
 SCRUB_S_PER_GIB = 0.003
+
+
+def settles(job: dict) -> bool:
+    """Whether the job's worker waits, the token held, for the driver to clear what it gives back
+    (``executor.release_under_token``; off where the job does not say)."""
+    return bool(job.get("release_under_token", False))
 
 
 def scrub_seconds(freed_bytes: int) -> float:

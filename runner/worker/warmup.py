@@ -34,7 +34,7 @@ import torch
 from runner.worker.autotuning import read_autotuning
 from runner.worker.device_token import SHARED, TOKEN_ENV, DeviceToken
 from runner.worker.loading import build_model, import_file, make_inputs
-from runner.worker.memory_release import release_device_memory
+from runner.worker.memory_release import release_device_memory, settles
 from runner.worker.prewarm import spare_record
 from runner.worker.protocol import (
     CANDIDATE_FILE,
@@ -81,7 +81,7 @@ def warm_up(job: dict, job_dir: Path, trial_seed) -> int:
                 model(*make_inputs(reference_module, dims, device, trial_seed(seed, 0)))
             settle()  # the last shape's kernels have run before the token is let go
             del model
-            if job.get("release_under_token", False):  # cleared before a measurement, not by the exit inside one
+            if settles(job):  # cleared before a measurement, not by the exit inside one
                 released = release_device_memory(device, "end")
     finally:
         if beside:
