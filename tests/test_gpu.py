@@ -1199,3 +1199,42 @@ def test_the_result_names_the_configs_the_candidates_autotuned_kernels_ran(tmp_p
             {"BLOCK": 64, "num_warps": 2, "num_stages": 3},
             {"BLOCK": 1024, "num_warps": 4, "num_stages": 3},
         )
+
+
+def test_placements_large_inputs_start_at_their_offsets():
+    """``runner/worker/input_offsets.py`` on the device: a large dense tensor of placement k > 0 becomes a copy of
+    its own, equal, with the original's strides and no storage offset, starting ``placement_offset(k)`` bytes into
+    its block (the record says so); the first placement's, a small tensor, and two inputs sharing a storage stay."""
+    import torch
+
+    from runner.worker.input_offsets import OFFSET_MIN_BYTES, InputOffsets, placement_offset
+
+    cuda = torch.device("cuda")
+    offsets = InputOffsets()
+    large = torch.randn(OFFSET_MIN_BYTES // 2, device=cuda, dtype=torch.float16).view(-1, 1024).t()  # not contiguous
+    small = torch.randn(1024, device=cuda)
+    shared = torch.randn(OFFSET_MIN_BYTES, device=cuda)
+    assert offsets.place([large], 0)[0] is large
+    for placement in (1, 2, 3):
+        moved, kept, first, second = offsets.place([large, small, shared, shared.view(-1)], placement)
+        assert moved is not large and torch.equal(moved, large)
+        assert moved.stride() == large.stride() and moved.storage_offset() == 0 and moved.dtype == large.dtype
+        assert kept is small and first is shared and second.data_ptr() == shared.data_ptr()
+        assert offsets.record()["placements"][str(placement)] == [placement_offset(placement)]
+        # Its block is its own: a tensor made after it lies elsewhere, and writing it leaves the copy as it was.
+        after = torch.ones(moved.numel(), device=cuda, dtype=moved.dtype)
+        assert not (moved.data_ptr() <= after.data_ptr() < moved.data_ptr() + moved.numel() * 2)
+        assert torch.equal(moved, large)
+
+
+def test_an_evaluation_records_the_offsets_its_placements_inputs_got(tmp_path):
+    """A reference run of the permute (a 1 GiB input): its placements' inputs at their offsets, each placement's
+    offset the walk's, the first placement's not moved; the verdict stands."""
+    from runner.worker.input_offsets import placement_offset
+
+    (result,) = _run_results(tmp_path, "offsets", "permute_nchw_to_nhwc_sdxl_vae_fp16")
+    assert result["verdict"]["status"] == "correct", result["verdict"]
+    moved = result["environment"]["input_offsets"]["placements"]
+    placements = result["timing"]["placements"]
+    assert sorted(moved, key=int) == [str(k) for k in range(1, placements)]
+    assert all(moved[str(k)] == [placement_offset(k)] for k in range(1, placements))

@@ -45,6 +45,7 @@ from runner.worker.compare import queue_comparison
 from runner.worker.context_exit import ContextNotReset, reset_cuda_context
 from runner.worker.device_token import EXCLUSIVE, ISOLATE_DEVICE, SHARED, TOKEN_ENV, WAIT_STAGE, DeviceToken
 from runner.worker.environment import worker_environment
+from runner.worker.input_offsets import InputOffsets
 from runner.worker.integrity import (
     ThreadCensus,
     changed_flags,
@@ -339,7 +340,9 @@ def _run(
     dims = task["shapes"][timed_shape]
     settings = TimingSettings(**job["timing"])
     timed_seed = settings.input_seed if settings.input_seed is not None else _unpredictable_seed()
-    input_sets, groups = timing_inputs(reference_module, dims, device, timed_seed, settings)
+    # Each placement's large inputs at an offset of its own inside their blocks (input_offsets.py).
+    offsets = InputOffsets()
+    input_sets, groups = timing_inputs(reference_module, dims, device, timed_seed, settings, offsets)
     # Each placement its own copy of both sides' weights, where they fit (placements.py).
     references, candidates = weight_copies(
         lambda: build_model(reference_module.Model, reference_module, dims, device, seed),
@@ -353,7 +356,7 @@ def _run(
     # its one set's addresses.
     grow = None
     if settings.max_placements > len(groups) and not (settings.graphs and device.type == "cuda"):
-        grow = PlacementMaker(reference_module, dims, device, timed_seed, groups, [reference, candidate])
+        grow = PlacementMaker(reference_module, dims, device, timed_seed, groups, [reference, candidate], offsets)
     tools = instruments(device, settings)  # their set-up is no part of the turn
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # the set-up's device work is done before the measurement's turn
@@ -394,6 +397,9 @@ def _run(
     timing.weight_copies = len(references)
     timing.input_seed = timed_seed
     result.timing = timing
+    moved = offsets.record()
+    if moved is not None:
+        result.environment["input_offsets"] = moved
     # Written after the token is let go: the next measurement waits for this evaluation's checks after timing
     # (shared), and a file written meanwhile would be host work it waits for too. A worker killed during
     # those checks (its time limit) leaves no samples file; the result says why it ended.

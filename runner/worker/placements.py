@@ -20,6 +20,7 @@ import collections
 
 import torch
 
+from runner.worker.input_offsets import OFFSET_SPAN_BYTES, InputOffsets
 from runner.worker.loading import as_output_list, make_inputs
 from runner.worker.protocol import TimingSettings
 
@@ -35,12 +36,13 @@ GROWN_FREE_RESERVE_BYTES = 4 << 30
 
 
 def timing_inputs(
-    module, dims: dict, device: torch.device, seed: int, settings: TimingSettings
+    module, dims: dict, device: torch.device, seed: int, settings: TimingSettings, offsets: InputOffsets | None = None
 ) -> tuple[list, list[list[int]]]:
     """The timed input sets, all made up front and held, so each lies at addresses of its own; and their
     placements: groups of ``input_sets`` indices, one group per placement. Where they would take more than
     the budget, the groups hold fewer sets first (one set each, at the least), then there are fewer groups:
-    large inputs too depend on their placement (the transpose above is one)."""
+    large inputs too depend on their placement (the transpose above is one). ``offsets``: each group's large
+    tensors moved to its placement's offset inside their blocks (``input_offsets.py``)."""
     first = make_inputs(module, dims, device, seed)
     if settings.graphs and device.type == "cuda":
         return [first], [[0]]  # a captured graph replays fixed addresses: one set
@@ -48,8 +50,13 @@ def timing_inputs(
     group_count = max(1, min(settings.placements, affordable))
     per_group = max(1, min(settings.input_sets, affordable // group_count))
     count = per_group * group_count
-    sets = [first] + [make_inputs(module, dims, device, seed + k) for k in range(1, count)]
-    return sets, [list(range(g * per_group, (g + 1) * per_group)) for g in range(group_count)]
+    groups = [list(range(g * per_group, (g + 1) * per_group)) for g in range(group_count)]
+    sets = [first]
+    for index in range(1, count):
+        made = make_inputs(module, dims, device, seed + index)
+        # Moved as soon as made: the next set is made in the blocks this one's originals leave to the allocator.
+        sets.append(made if offsets is None else offsets.place(made, index // per_group))
+    return sets, groups
 
 
 def weight_bytes(model) -> int:
@@ -135,13 +142,21 @@ class PlacementMaker:
     set before it is sampled, as ``TimedSide.first_calls`` does before the turn. They are added to the input sets
     and groups the sides share, so the checks after the timing find the set of the last call whichever it was.
     Placements are made while their sets together stay within ``GROWN_INPUTS_BUDGET_BYTES`` and, on a GPU, the
-    device keeps ``GROWN_FREE_RESERVE_BYTES`` free beside each one's sets and outputs."""
+    device keeps ``GROWN_FREE_RESERVE_BYTES`` free beside each one's sets and outputs. ``offsets``: their large
+    tensors moved to each new placement's offset, as ``timing_inputs`` moved the first ones'."""
 
     def __init__(
-        self, module, dims: dict, device: torch.device, seed: int, groups: list[list[int]], sides: list[TimedSide]
+        self,
+        module,
+        dims: dict,
+        device: torch.device,
+        seed: int,
+        groups: list[list[int]],
+        sides: list[TimedSide],
+        offsets: InputOffsets | None = None,
     ) -> None:
         self.module, self.dims, self.device, self.seed = module, dims, device, seed
-        self.groups, self.sides = groups, sides
+        self.groups, self.sides, self.offsets = groups, sides, offsets
         self.input_sets = sides[0].input_sets
         self.made_bytes = 0
 
@@ -150,15 +165,16 @@ class PlacementMaker:
         for _ in range(count):
             per_group = len(self.groups[0])
             sets_bytes = per_group * _tensor_bytes(self.input_sets[0])
-            if self.made_bytes + sets_bytes > GROWN_INPUTS_BUDGET_BYTES or not self._room_for(2 * sets_bytes):
+            pads = per_group * OFFSET_SPAN_BYTES if self.offsets is not None else 0
+            if self.made_bytes + sets_bytes > GROWN_INPUTS_BUDGET_BYTES or not self._room_for(2 * sets_bytes + pads):
                 break
             start = len(self.input_sets)
-            self.input_sets.extend(
-                make_inputs(self.module, self.dims, self.device, self.seed + start + k) for k in range(per_group)
-            )
+            placement = len(self.groups)
+            for k in range(per_group):
+                made_set = make_inputs(self.module, self.dims, self.device, self.seed + start + k)
+                self.input_sets.append(made_set if self.offsets is None else self.offsets.place(made_set, placement))
             group = list(range(start, start + per_group))
             self.groups.append(group)
-            placement = len(self.groups) - 1
             for side in self.sides:
                 side.models[placement % len(side.models)](*self.input_sets[group[0]])
             made.append(tuple(side.rotation(group, placement) for side in self.sides))
