@@ -12,9 +12,12 @@ This module measures it directly: ``processes`` fresh interpreters, one after an
 given, its reference and a method's candidate (``reference``: the same Model again), in alternating batches with
 kbench's own sampler (CUDA events, the L2 flushed before each sample; the host clock on a CPU), at the
 performance shape with fixed seeds, so that the processes differ only in being processes and in where their
-tensors lie. A sweep's worker allocates beside seven others and after hundreds that freed theirs, and some eager
-kernels run at one of two speeds by where their input lies: torch_compile's pair moved 3.6% on the eager permute of
-permute_nchw_to_nhwc_sdxl_vae_fp16 (4.900 ms in one pass, 5.076 in the other, every placement of a pass alike),
+tensors lie. Each process times each side at the evaluation's first placements, in turn (``PLACEMENTS`` input sets,
+their large tensors at the evaluation's offsets inside their blocks, ``worker/input_offsets.py``), so what the
+evaluation samples inside one process is sampled here too and is no floor. A sweep's worker allocates beside seven
+others and after hundreds that freed theirs, and some eager kernels run at one of two speeds by where their input
+lies (its offset, it turned out: BENCHMARKS.md, fifty-fifth session): torch_compile's pair moved 3.6% on the eager
+permute of permute_nchw_to_nhwc_sdxl_vae_fp16 (4.900 ms in one pass, 5.076 in the other, every placement of a pass alike),
 while four fresh processes alone on the idle GPU all ran it at 4.900-4.904 ms (BENCHMARKS.md, fifty-third session).
 So on a GPU process ``k`` of ``N`` first holds ``k / (N - 1)`` of ``hold_fraction`` of the device memory free at its
 start (``HOLD_FRACTION`` by default; 0: none), and its tensors come after it, at another depth of the GPU's memory
@@ -45,6 +48,9 @@ WARMUP_MS = 50.0
 # One process may take this long for all its tasks before it is stopped (the error names which it was).
 PROCESS_LIMIT_S = 600
 INPUT_SEED = 1
+# Each process times each side at the evaluation's first placements (``TimingSettings.placements``, one input set
+# each, under the evaluation's budget), in turn, batch by batch.
+PLACEMENTS = 4
 MODEL_SEED = 0
 # The most of its free device memory the last process holds before its tensors (the others in proportion), and the
 # most that may be asked: the tasks' own tensors need the rest.
@@ -65,7 +71,10 @@ def measure_in_this_process(
 
     from runner.methods import METHODS
     from runner.tasks.model import read_native_task
-    from runner.worker.loading import build_model, import_file, make_inputs
+    from runner.worker.input_offsets import InputOffsets
+    from runner.worker.loading import build_model, import_file
+    from runner.worker.placements import timing_inputs
+    from runner.worker.protocol import TimingSettings
     from runner.worker.samplers import CudaSampler, HostSampler, run_batch, warm_up
     from runner.worker.timing import summarise
 
@@ -97,19 +106,32 @@ def measure_in_this_process(
             "reference": build_model(module.Model, module, dims, device, MODEL_SEED),
             "candidate": build_model(candidate_module.ModelNew, module, dims, device, MODEL_SEED),
         }
-        inputs = make_inputs(module, dims, device, INPUT_SEED)
-        calls = {side: (lambda model=model, inputs=inputs: model(*inputs)) for side, model in sides.items()}
+        # The evaluation's first placements, their large inputs at the evaluation's offsets (input_offsets.py): a
+        # spread the evaluation samples away inside one process is no floor under it.
+        offsets = InputOffsets()
+        placed = TimingSettings(input_sets=1, placements=PLACEMENTS)
+        sets, groups = timing_inputs(module, dims, device, INPUT_SEED, placed, offsets)
+        calls = {
+            side: [(lambda model=model, inputs=sets[group[0]]: model(*inputs)) for group in groups]
+            for side, model in sides.items()
+        }
         times: dict[str, list[float]] = {side: [] for side in calls}
+        rounds = len(groups) * math.ceil(samples / (BATCH * len(groups)))  # each placement as many batches
+        per_batch = math.ceil(samples / rounds)
         with torch.no_grad():
-            warm_up(list(calls.values()), sampler, WARMUP_MS)
+            warm_up([call for side_calls in calls.values() for call in side_calls], sampler, WARMUP_MS)
             order = list(calls)
-            while len(times["candidate"]) < samples:
+            for turn in range(rounds):
                 for side in order:  # alternating batches, each side first in turn: drift hits both
-                    times[side] += run_batch(sampler, [calls[side]] * min(BATCH, samples - len(times[side])))[0]
+                    count = min(per_batch, samples - len(times[side]))
+                    if count > 0:
+                        times[side] += run_batch(sampler, [calls[side][turn % len(groups)]] * count)[0]
                 order.reverse()
         out[task.task_id] = {side: dataclasses.asdict(summarise(values)) for side, values in times.items()}
         out[task.task_id]["candidate_hash"] = candidate.content_hash
-        del sides, calls, inputs
+        out[task.task_id]["placements"] = len(groups)
+        out[task.task_id]["input_offsets"] = offsets.record()
+        del sides, calls, sets, offsets
         if device.type == "cuda":
             torch.cuda.empty_cache()
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
@@ -180,6 +202,8 @@ def _across_processes(per_process: list[dict]) -> dict:
     spread = lambda values: 100 * (max(values) / min(values) - 1)  # noqa: E731
     return {
         "candidate_hash": per_process[0]["candidate_hash"],
+        "placements": [p.get("placements", 1) for p in per_process],
+        "input_offsets": [p.get("input_offsets") for p in per_process],
         "reference_ms": reference,
         "candidate_ms": candidate,
         "speedups": speedups,

@@ -669,6 +669,8 @@ def test_processes_times_each_task_in_fresh_processes_and_reports_the_spreads():
         assert row["speedups"] == pytest.approx([r / c for r, c in zip(row["reference_ms"], row["candidate_ms"])])
         assert row["noise_pct"] > 0
         assert row["between_over_noise"] >= 0
+        # Each process timed the evaluation's four placements; on the CPU no input moves to an offset.
+        assert row["placements"] == [4, 4, 4] and row["input_offsets"] == [None, None, None]
     assert set(figures["beyond_chance"]) <= set(figures["tasks"])
     assert figures["largest"][0] == max(figures["tasks"], key=lambda t: figures["tasks"][t]["speedup_spread_pct"])
 

@@ -998,8 +998,9 @@ def test_batches_at_the_power_cap_are_thrown_away_when_asked(tmp_path):
 
 
 def test_processes_times_references_on_the_gpu_in_fresh_processes():
-    """``runner.bench processes`` on the GPU: each process times the performance shape with CUDA events, and one
-    process's speedup is fine enough (noise under 0.5%) to tell a spread between processes from chance."""
+    """``runner.bench processes`` on the GPU: each process times the performance shape with CUDA events, at the
+    evaluation's placements and offsets, and one process's speedup is fine enough (noise under 0.5%) to tell a spread
+    between processes from chance."""
     import subprocess
     import sys
 
@@ -1023,6 +1024,12 @@ def test_processes_times_references_on_the_gpu_in_fresh_processes():
     free_gib = torch.cuda.mem_get_info(0)[0] / (1 << 30)
     first, last = (process["held_gib"] for process in figures["processes"])
     assert first == 0.0 and 0.4 * free_gib < last <= 0.5 * free_gib + 1.0, (figures["processes"], free_gib)
+    # Each process timed the evaluation's four placements, the last three's input (896 MiB) at their offsets.
+    from runner.worker.input_offsets import placement_offset
+
+    assert row["placements"] == [4, 4], row["placements"]
+    for record in row["input_offsets"]:
+        assert record["placements"] == {str(k): [placement_offset(k)] for k in (1, 2, 3)}, record
 
 
 def test_bench_all_runs_the_protocol_on_the_gpu(tmp_path):
