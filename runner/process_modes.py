@@ -19,11 +19,11 @@ others and after hundreds that freed theirs, and some eager kernels run at one o
 lies (its offset, it turned out: BENCHMARKS.md, fifty-fifth session): torch_compile's pair moved 3.6% on the eager
 permute of permute_nchw_to_nhwc_sdxl_vae_fp16 (4.900 ms in one pass, 5.076 in the other, every placement of a pass
 alike), while four fresh processes alone on the idle GPU all ran it at 4.900-4.904 ms (BENCHMARKS.md, fifty-third
-session). So on a GPU process ``k`` of ``N`` first holds ``k / (N - 1)`` of ``hold_fraction`` of the device memory free at its
-start (``HOLD_FRACTION`` by default; 0: none), and its tensors come after it, at another depth of the GPU's memory
-in each process. Per task it reports each process's medians and speedup, their spread between processes, the noise
-of one process's speedup, and their ratio: the floor under that method's repeatability on this GPU. It measures
-nothing for a run and changes nothing on the device.
+session). So on a GPU process ``k`` of ``N`` first holds ``k / (N - 1)`` of ``hold_fraction`` of the device memory
+free at its start (``HOLD_FRACTION`` by default; 0: none), and its tensors come after it, at another depth of the
+GPU's memory in each process. Per task it reports each process's medians and speedup, their spread between
+processes, the noise of one process's speedup, and their ratio: the floor under that method's repeatability on this
+GPU. It measures nothing for a run and changes nothing on the device.
 """
 
 from __future__ import annotations
