@@ -125,6 +125,14 @@ def duty(run_dir: Path) -> dict:
     lane_count = max(int(manifest.get("lanes") or 1), len(lanes))
     lane_wall = wall * lane_count
     device_phases = sum(union_seconds([(start, end) for start, end, _ in w]) for w in lanes.values())
+    # The evaluations' own windows, per lane, warm-ups' apart: the rest of the device phases is the seconds when only
+    # a warm-up beside the sweep held the token (its compiled calls and autotuning: the compile's own device work).
+    evaluation_phases = sum(
+        union_seconds(
+            [window[:2] for task, windows, _ in per_result if not task.startswith(WARMUP_TASK) for window in windows]
+        )
+        for per_result in lane_results.values()
+    )
     turns = {lane: sorted((start, end) for start, end, mode in w if mode == EXCLUSIVE) for lane, w in lanes.items()}
     exclusive = sum(end - start for lane_turns in turns.values() for start, end in lane_turns)
     spans = sum(max(end for _, end, _ in w) - min(start for start, _, _ in w) for w in lanes.values() if w)
@@ -169,13 +177,16 @@ def duty(run_dir: Path) -> dict:
         "measured_of_exclusive_pct": 100 * measured / exclusive if exclusive else None,
         # Where the lanes' wall time went, in parts that add up to it: measured; inside the turns but
         # not measured (L2 flushes, audit calls, clock reads; the warm-up before the sixteenth session, since
-        # then in the shared phase while it queues); shared phases with no
-        # turn beside them; the compile warm-up (it reserves every lane); and no device work at all
-        # (start-up, workers not ready, results written, the end).
+        # then in the shared phase while it queues); evaluations' shared phases with no turn beside them; a
+        # warm-up beside the sweep's device windows with no evaluation's beside them (a cold torch_compile pass on
+        # the H200: 31.7 s of its 683, where the warm pass had none: BENCHMARKS.md, fifty-sixth session);
+        # the compile warm-up before the sweep (it reserves every lane); and no device work at all (start-up,
+        # workers not ready, results written, the end).
         "wall_parts_s": {
             "measured": measured,
             "turn_not_measured": turn_seconds - measured,
-            "shared_phases_only": device_phases - turn_seconds,
+            "shared_phases_only": evaluation_phases - turn_seconds,
+            "compile_beside_only": device_phases - evaluation_phases,
             "compile_warmup": warmup * lane_count,
             "no_device_work": lane_wall - device_phases - warmup * lane_count,
         },

@@ -242,6 +242,17 @@ DYNAMO_CANDIDATE = textwrap.dedent(
 )
 
 
+def _merged(windows) -> list[tuple[float, float]]:
+    """``windows`` (start, end, ...) as disjoint stretches, in order."""
+    merged: list[list[float]] = []
+    for start, end, *_ in sorted(windows):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(start, end) for start, end in merged]
+
+
 def _overlap(a: tuple[float, float], b: tuple[float, float]) -> float:
     return max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
 
@@ -268,11 +279,12 @@ def test_compile_warm_up_beside_the_sweep(tmp_path: Path, within):
         assert all(at is None or line["started"] <= at <= line["ended"] for at, line in zip(told_at, warm.values()))
     else:
         assert all("cut_in_told" not in line for line in warm.values())
-    turns = []
+    turns, evaluation_windows = [], []
     for path in run_dir.glob("jobs/*/out/result.json"):
         result = json.loads(path.read_text())
         windows = result["environment"]["device_token"]["windows"]
         turns += [(start, end) for start, end, mode in windows if mode == "exclusive"]
+        evaluation_windows += [(start, end) for start, end, _ in windows]
         if result["eval_id"] in warm:  # its evaluation started once its warm-up had ended
             assert result["environment"]["lane"]["slot"]["taken"] >= warm[result["eval_id"]]["ended"]
     assert turns
@@ -308,6 +320,16 @@ def test_compile_warm_up_beside_the_sweep(tmp_path: Path, within):
     assert sum(part["wall_s"] for part in parts) == pytest.approx(figures["wall_s"])
     assert sum(part["measured_s"] for part in parts) == pytest.approx(figures["measured_s"])
     assert figures["while_warming_up"]["until_last_warmup"]["wall_s"] > 0
+    # The warm-ups' windows with no evaluation's beside them: a wall part of their own, the parts still adding up.
+    warmup_segments = _merged(window for line in warm.values() for window in line["token"]["windows"])
+    evaluation_segments = _merged(evaluation_windows)
+    alone = sum(end - start for start, end in warmup_segments) - sum(
+        _overlap(w, e) for w in warmup_segments for e in evaluation_segments
+    )
+    parts = figures["wall_parts_s"]
+    assert parts["compile_beside_only"] == pytest.approx(alone, abs=1e-6)
+    assert 0 <= parts["compile_beside_only"] <= manifest["warmup_beside"]["windows_union_s"] + 0.002
+    assert sum(parts.values()) == pytest.approx(figures["wall_s"]) and all(value >= 0 for value in parts.values())
     assert not (run_dir / "warmup").exists()
     assert not processes_under(tmp_path)
 

@@ -54,6 +54,7 @@ def test_the_report_says_where_the_wall_time_went():
         "measured": 10.0,
         "turn_not_measured": 2.0,
         "shared_phases_only": 5.0,
+        "compile_beside_only": 0.0,
         "compile_warmup": 0.0,
         "no_device_work": 3.0,
     }
@@ -64,6 +65,11 @@ def test_the_report_says_where_the_wall_time_went():
     ) in text  # no compile warm-up in this run: not named
     warmed = render_report(frame, {"name": "r", "wall_s": 24.0, "wall_parts_s": {**parts, "compile_warmup": 4.0}})
     assert "beside them 5.0 s, compile warm-up 4.0 s, no device work 3.0 s" in warmed
+    beside = render_report(frame, {"name": "r", "wall_s": 24.0, "wall_parts_s": {**parts, "compile_beside_only": 4.0}})
+    assert (
+        "beside them 5.0 s, the compile warm-up's device work beside the sweep, alone on the GPU 4.0 s, "
+        "no device work 3.0 s"
+    ) in beside
     two = render_report(frame, {"name": "r", "wall_s": 10.0, "lanes": 2, "wall_parts_s": parts})
     assert "- where the 2 GPUs' wall time went: measured 10.0 s" in two
     assert "where the" not in render_report(frame, {"name": "r", "wall_s": 20.0})

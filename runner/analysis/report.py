@@ -29,6 +29,7 @@ _WALL_PARTS = {
     "measured": "measured",
     "turn_not_measured": "inside the measurements' turns but not measured",
     "shared_phases_only": "shared device phases with no measurement beside them",
+    "compile_beside_only": "the compile warm-up's device work beside the sweep, alone on the GPU",
     "compile_warmup": "compile warm-up",
     "no_device_work": "no device work",
 }
@@ -142,7 +143,8 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
                 + ", ".join(
                     f"{_WALL_PARTS.get(part, part)} {seconds:.1f} s"
                     for part, seconds in parts.items()
-                    if seconds or part != "compile_warmup"  # a run that compiled nothing has no warm-up to name
+                    # a run that compiled nothing, or nothing beside the sweep, has no warm-up to name
+                    if seconds or part not in ("compile_warmup", "compile_beside_only")
                 )
                 + " (`python -m runner.bench duty RUN_DIR`)"
             )
