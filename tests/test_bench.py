@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.analysis.disturbances import EXIT_WINDOW_S, disturbances
+from runner.analysis.disturbances import EXIT_WINDOW_S, WHEN_BIN_S, WHEN_BINS, disturbances
 from runner.analysis.records import job_results
 from runner.bench import NOT_IN_A_SLOT, SLOT_STATES, duty, ncu, overlap, repeat
 from runner.methods import METHODS
@@ -422,6 +422,34 @@ def test_disturbed_batches_are_found_and_checked_against_other_workers_device_wo
     paths[0].write_text(json.dumps(results[0]))
     paths[1].write_text(json.dumps(results[1]))
     assert disturbances(run)["near"]["cuda_context"]["all"] == 0
+
+
+def test_disturbed_batches_are_counted_by_time_in_their_turn_and_since_another_workers_exit(two_passes, tmp_path: Path):
+    """The planted slow batch falls in the bin of its start from its measurement's first batch, and in the bin of
+    its end from the last exit of another worker before it; the measured worker's own exit is not one, and a batch
+    with no exit before it counts in the last bin. Every batch counts once in each."""
+
+    def exit_before_the_slow_batch(results, raws):
+        results[0]["finished_at"] = raws[0]["batch_window"][1][1] - 0.05  # its own: no exit of another's
+        results[1]["finished_at"] = raws[0]["batch_window"][1][1] - 0.6
+
+    run, paths, results, raws = _one_slow_batch(two_passes[0], tmp_path, exit_before_the_slow_batch)
+    found = disturbances(run)
+    assert found["disturbed"] == 1
+    for key in ("by_time_in_turn", "by_time_since_exit"):
+        rows = found[key]
+        assert [row["from_s"] for row in rows] == pytest.approx([k * WHEN_BIN_S for k in range(WHEN_BINS + 1)])
+        assert sum(row["batches"] for row in rows) == found["batches"]
+        assert sum(row["disturbed"] for row in rows) == 1
+    windows = raws[0]["batch_window"]
+    in_turn = min(int((windows[1][0] - windows[0][0]) / WHEN_BIN_S), WHEN_BINS)
+    assert found["by_time_in_turn"][in_turn]["disturbed"] == 1
+    hit = found["by_time_since_exit"][int(0.6 / WHEN_BIN_S)]
+    assert hit["disturbed"] == 1 and hit["disturbed_pct"] == 100 * 1 / hit["batches"]
+    # Without the other worker's exit before it, the batch has none: the last bin.
+    results[1]["finished_at"] += 1e6
+    paths[1].write_text(json.dumps(results[1]))
+    assert disturbances(run)["by_time_since_exit"][WHEN_BINS]["disturbed"] == 1
 
 
 @pytest.mark.parametrize(

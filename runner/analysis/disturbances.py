@@ -16,14 +16,20 @@ events: its CUDA context (``warmup_context``, made off the token like a spare's)
 end (``warmup_exit``: its context reset, then the exit, from its ``finished_at``, or from the line's ``ended`` in a
 run from before the fifty-third session, for ``EXIT_WINDOW_S``). Its token windows are not candidates: they never
 overlap a turn. Every batch is checked the same way, so the share of disturbed batches that overlap such an event
-can be held against the share of all batches that do (chance).
+can be held against the share of all batches that do (chance). The batches are also counted by when they ran, with
+the share disturbed in each bin: from their measurement's first batch (``by_time_in_turn``) and from the last exit
+of another worker, an evaluation's or a warm-up's, before they ended (``by_time_since_exit``). In a warm torch_compile
+pass on the H200, 6-13% of the batches in a turn's first 1.25 s were disturbed and 0-1% after, and 14-16% of those
+ending 0.5-1 s after another worker's exit (BENCHMARKS.md, fifty-sixth session).
 The timing loop records each batch's window (``batch_window`` in ``samples.json``, from the twelfth
 session on); a run without them gives no batches.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
+import math
 import statistics
 from pathlib import Path
 
@@ -37,6 +43,10 @@ EXIT_WINDOW_S = 2.0
 # The kinds of event a compile warm-up beside the sweep adds (``_warmup_events``).
 WARMUP_KINDS = ("warmup_context", "warmup_compile", "warmup_exit")
 _MAD_TO_SIGMA = 1.4826
+# ``by_time_in_turn`` and ``by_time_since_exit``: bins this wide, the last from ``WHEN_BINS * WHEN_BIN_S`` on (and,
+# since an exit, batches with none before them).
+WHEN_BIN_S = 0.25
+WHEN_BINS = 12
 _SIDES = ("reference", "candidate")
 _LISTED = 10
 
@@ -58,6 +68,8 @@ def disturbances(run_dir: Path) -> dict:
     events += _warmup_events(run_dir)
     kinds = ("cuda_context", "worker_exit", "preload", "candidate_preload", *WARMUP_KINDS)
     counts = {kind: {"all": 0, "disturbed": 0} for kind in kinds}
+    exits = sorted((start, owner) for kind, owner, start, _ in events if kind in ("worker_exit", "warmup_exit"))
+    in_turn, since_exit = _Bins(), _Bins()
     batches, disturbed = 0, []
     for _, result in results:
         path = samples_path(run_dir, result.eval_id)
@@ -71,6 +83,8 @@ def disturbances(run_dir: Path) -> dict:
             batches += 1
             near = sorted({kind for kind, owner, s, e in events if owner != result.eval_id and s < end and e > start})
             is_disturbed = any(z > Z_LIMIT and rel > MIN_EXCESS for z, rel in (excess[s][k] for s in _SIDES))
+            in_turn.add(start - windows[0][0], is_disturbed)
+            since_exit.add(_since_last(exits, end, result.eval_id), is_disturbed)
             for kind in near:
                 counts[kind]["all"] += 1
                 counts[kind]["disturbed"] += is_disturbed
@@ -94,8 +108,44 @@ def disturbances(run_dir: Path) -> dict:
         "thresholds": {"z": Z_LIMIT, "excess_pct": 100 * MIN_EXCESS, "exit_window_s": EXIT_WINDOW_S},
         "near": counts,
         "near_none": sum(not row["near"] for row in disturbed),
+        "by_time_in_turn": in_turn.rows(),
+        "by_time_since_exit": since_exit.rows(),
         "largest": sorted(disturbed, key=lambda row: -row["excess_pct"])[:_LISTED],
     }
+
+
+class _Bins:
+    """Batches counted by a time (seconds) in bins of ``WHEN_BIN_S``, the last from ``WHEN_BINS`` bins on, with how
+    many of each bin were disturbed."""
+
+    def __init__(self) -> None:
+        self.all = [0] * (WHEN_BINS + 1)
+        self.disturbed = [0] * (WHEN_BINS + 1)
+
+    def add(self, seconds: float, is_disturbed: bool) -> None:
+        k = WHEN_BINS if seconds >= WHEN_BINS * WHEN_BIN_S else max(int(seconds / WHEN_BIN_S), 0)
+        self.all[k] += 1
+        self.disturbed[k] += is_disturbed
+
+    def rows(self) -> list[dict]:
+        return [
+            {
+                "from_s": k * WHEN_BIN_S,
+                "batches": n,
+                "disturbed": hit,
+                "disturbed_pct": 100 * hit / n if n else None,
+            }
+            for k, (n, hit) in enumerate(zip(self.all, self.disturbed))
+        ]
+
+
+def _since_last(exits: list[tuple[float, str]], before: float, own: str) -> float:
+    """Seconds from the last exit in ``exits`` (sorted (time, owner)) before ``before`` that is not ``own``'s, to
+    ``before``; infinite where there is none."""
+    for at, owner in reversed(exits[: bisect.bisect_left(exits, (before, ""))]):
+        if owner != own:
+            return before - at
+    return math.inf
 
 
 def _warmup_events(run_dir: Path) -> list[tuple[str, str, float, float]]:
