@@ -192,9 +192,10 @@ def floors_for(out: Path, method: str, tasks: list[str], processes: int) -> Path
     return path
 
 
-def _duty_over(runs: list[dict]) -> dict:
+def duty_over(runs: list[dict]) -> dict:
     """The duty of passes run one after another (a suite's shards), as one pass's: their measured time over their
-    wall time, with and without their set-up."""
+    wall time, with and without their set-up; and how much of that wall time only the compile warm-up beside the sweep
+    held the GPU (``compile_beside_only_s``: what a cold pass pays that a warm one does not)."""
     measured = sum(run["measured_s"] for run in runs)
     wall = sum(run["wall_s"] for run in runs)
     setup = sum(run["setup_s"] for run in runs)
@@ -209,6 +210,7 @@ def _duty_over(runs: list[dict]) -> dict:
         "setup_s": setup,
         "setup_parts_s": setup_parts or None,
         "measured_s": measured,
+        "compile_beside_only_s": sum((run.get("wall_parts_s") or {}).get("compile_beside_only", 0.0) for run in runs),
         "duty_pct": 100 * measured / wall if wall else None,
         "duty_with_setup_pct": 100 * measured / (wall + setup) if wall else None,
         "evaluations_per_min": 60 * evaluations / wall if wall else None,
@@ -254,7 +256,7 @@ def protocol(
         figures["methods"][method] = {
             "runs": [path.name for path in pairs],
             "repeat": found,
-            "duty": {side: _duty_over([duties[p.name] for p in pairs[k::2]]) for k, side in enumerate("ab")},
+            "duty": {side: duty_over([duties[p.name] for p in pairs[k::2]]) for k, side in enumerate("ab")},
         }
         save()
         if floor_processes >= 2:

@@ -62,9 +62,11 @@ def judge(figures: dict) -> list[dict]:
                     )
         for side, passes in sorted(part.get("duty", {}).items()):
             value = passes["duty_with_setup_pct"]
+            compiling = passes.get("compile_beside_only_s") or 0.0
+            alone = f"; the compile's device work alone {compiling:.1f} s of it" if compiling >= 0.05 else ""
             rows.append(
                 _row(
-                    f"{method}, pass {side}: duty with set-up ({passes['evaluations']} evaluations)",
+                    f"{method}, pass {side}: duty with set-up ({passes['evaluations']} evaluations{alone})",
                     value,
                     "%",
                     f"≥ {DUTY_TARGET_PCT}%",

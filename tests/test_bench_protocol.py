@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from runner.analysis.records import job_results
+from runner.bench_protocol import duty_over
 from runner.bench_targets import REPEAT_TARGETS, judge, over_targets
 from tests.conftest import FAST_TIMING
 
@@ -160,6 +161,22 @@ def test_the_accuracy_judgement_counts_the_tasks_within_five_percent_of_nsight_c
     assert (row["value"], row["met"]) == (10, True)
     (row,) = judge({"accuracy": {"tasks": rows[1:]}})
     assert (row["value"], row["met"]) == (9, False)
+
+
+def test_a_passs_duty_says_how_long_the_compile_had_the_gpu_alone():
+    """A cold pass's duty row names the seconds only the compile warm-up beside the sweep held the GPU (its
+    ``compile_beside_only_s``, the shards' summed); a pass without any keeps the plain label."""
+    cold = {"evaluations": 222, "duty_with_setup_pct": 84.27, "compile_beside_only_s": 31.68}
+    warm = {"evaluations": 222, "duty_with_setup_pct": 90.64, "compile_beside_only_s": 0.0}
+    rows = {row["figure"]: row for row in judge({"methods": {"torch_compile": {"duty": {"a": cold, "b": warm}}}})}
+    a = rows["torch_compile, pass a: duty with set-up (222 evaluations; the compile's device work alone 31.7 s of it)"]
+    assert (a["value"], a["met"]) == (84.27, False)
+    assert rows["torch_compile, pass b: duty with set-up (222 evaluations)"]["met"] is True
+    shards = [{"run": f"r{k}", "evaluations": 2, "wall_s": 10.0, "setup_s": 1.0, "measured_s": 9.0} for k in (1, 2)]
+    shards[0]["wall_parts_s"] = {"compile_beside_only": 0.75}
+    shards[1]["wall_parts_s"] = {"compile_beside_only": 0.5}
+    assert duty_over(shards)["compile_beside_only_s"] == pytest.approx(1.25)
+    assert duty_over([{k: v for k, v in shards[0].items() if k != "wall_parts_s"}])["compile_beside_only_s"] == 0
 
 
 def test_accuracy_whose_run_fails_ends_with_one_line_of_its_own(tmp_path: Path):
