@@ -236,6 +236,18 @@ def test_the_turn_parts_add_up_to_the_turns(two_passes, tmp_path: Path):
     assert duty(run)["turn_parts_s"] is None
 
 
+def test_a_runs_batches_say_which_cpu_measured_them(two_passes):
+    """Each kept batch of a real (CPU) run has the host CPU its measuring thread was on, one the worker could use
+    (``runner/worker/host_cpu.py``)."""
+    results = list(two_passes[0].glob("jobs/*/out/result.json"))
+    assert results
+    for path in results:
+        allowed = json.loads(path.read_text())["environment"]["host_cpus"]
+        raw = json.loads(path.with_name("samples.json").read_text())
+        assert len(raw["batch_host_cpu"]) == len(raw["batch_window"]) > 0
+        assert set(raw["batch_host_cpu"]) <= set(allowed), (raw["batch_host_cpu"], allowed)
+
+
 def test_the_batches_rest_splits_into_between_the_samples_and_around_the_batches(two_passes, tmp_path: Path):
     """Each kept batch's span (first sample's start to last one's end) splits the batches' rest into the time
     between their samples and the time around them, which add up to it, read off a real run's samples files; a run

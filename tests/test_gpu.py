@@ -68,6 +68,10 @@ def test_reference_on_gpu_is_correct_and_close_to_one(tmp_path):
         assert result["timing"]["weight_copies"] == (1 if result["task_id"].endswith("gelu_tanh") else 4)
         assert result["environment"]["gpu_before"]["available"] is True
         assert result["environment"]["gpu_before"]["uuid"].startswith("GPU-")
+        # The host CPUs nearest the GPU, by NVML, and those the worker could run on, each batch on one of them.
+        local = result["environment"]["gpu_before"]["local_cpus"]
+        assert isinstance(local, list) and local and all(isinstance(cpu, int) and cpu >= 0 for cpu in local), local
+        assert result["environment"]["host_cpus"]
 
 
 def test_a_worker_gives_its_memory_back_with_the_token_held_and_waits_for_the_driver_to_clear_it(tmp_path):

@@ -91,7 +91,23 @@ def read_gpu(index: int) -> dict:
         "ecc_uncorrected": _safe(
             nv.nvmlDeviceGetTotalEccErrors, handle, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_VOLATILE_ECC
         ),
+        # The host CPUs nearest the GPU, as the driver sees them (its ideal affinity): for reading the workers' own
+        # (``runner/worker/host_cpu.py``) against.
+        "local_cpus": _safe(_local_cpus, nv, handle),
     }
+
+
+# Words of NVML's CPU affinity mask asked for: 64 bits each, 1,024 CPUs.
+_AFFINITY_WORDS = 16
+
+
+def _local_cpus(nv, handle) -> list[int]:
+    return cpus_of_mask(list(nv.nvmlDeviceGetCpuAffinity(handle, _AFFINITY_WORDS)))
+
+
+def cpus_of_mask(words: list[int], word_bits: int = 64) -> list[int]:
+    """The CPUs set in a bitmask given as words, lowest CPUs in the first word (NVML's CPU affinity masks)."""
+    return [k * word_bits + bit for k, word in enumerate(words) for bit in range(word_bits) if word >> bit & 1]
 
 
 def device_memory(index: int) -> tuple[int, int] | None:

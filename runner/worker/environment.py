@@ -9,6 +9,8 @@ import sys
 
 import torch
 
+from runner.worker.host_cpu import allowed_cpus
+
 
 def worker_environment(device: torch.device) -> dict:
     env = {
@@ -19,6 +21,8 @@ def worker_environment(device: torch.device) -> dict:
         "triton": _triton_version(),
         "device": str(device),
         "cpu_count": os.cpu_count(),
+        # The host CPUs this worker may run on (each batch's own: ``batch_host_cpu`` in samples.json).
+        "host_cpus": allowed_cpus(),
         "torch_threads": torch.get_num_threads(),
         "allow_tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
         "float32_matmul_precision": torch.get_float32_matmul_precision(),

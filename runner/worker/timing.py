@@ -73,6 +73,7 @@ from dataclasses import dataclass
 import torch
 
 from runner.worker.clocks import ClockMonitor, device_uuid
+from runner.worker.host_cpu import current_cpu
 from runner.worker.integrity import unjoined_work
 from runner.worker.placement_judge import (
     JUDGED_BATCHES,
@@ -217,6 +218,8 @@ def measure_pair(
     windows: list[list[float]] = []
     # Each kept batch's span, ms: its first sample's start to its last one's end (``runner.bench``'s turn parts).
     spans: list[float] = []
+    # The host CPU the measuring thread ran on as each kept batch was read (``host_cpu.py``).
+    host_cpus: list[int | None] = []
     audits = {side: [] for side in sides}
     throttled: list[dict] = []
     cooled = 0.0
@@ -325,6 +328,7 @@ def measure_pair(
             kept_at_placement[pending.placement] += 1
             windows.append([pending.launched_at, pending.closed_at])
             spans.append(sampler.span(pending.handle))
+            host_cpus.append(current_cpu())
             n = len(samples["reference"])
             noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
             if judged_count < len(placements) and min(kept_at_placement) >= JUDGED_BATCHES:
@@ -404,6 +408,7 @@ def measure_pair(
         "batch_placement": placed,
         "batch_window": windows,
         "batch_span_ms": spans,
+        "batch_host_cpu": host_cpus,
         "sync_audit": audits,
         "audit_samples": audit_samples,
         "audit_sample_batch": audit_batches,
