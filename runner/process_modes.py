@@ -202,8 +202,8 @@ def _across_processes(per_process: list[dict]) -> dict:
     spread = lambda values: 100 * (max(values) / min(values) - 1)  # noqa: E731
     return {
         "candidate_hash": per_process[0]["candidate_hash"],
-        "placements": [p.get("placements", 1) for p in per_process],
-        "input_offsets": [p.get("input_offsets") for p in per_process],
+        "placements": [p["placements"] for p in per_process],
+        "input_offsets": [p["input_offsets"] for p in per_process],
         "reference_ms": reference,
         "candidate_ms": candidate,
         "speedups": speedups,
