@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.analysis.disturbances import EXIT_WINDOW_S, WHEN_BIN_S, WHEN_BINS, disturbances
+from runner.analysis.disturbances import EXIT_WINDOW_S, HOST_WAIT_MIN_MS, WHEN_BIN_S, WHEN_BINS, disturbances
 from runner.analysis.records import job_results
 from runner.bench import NOT_IN_A_SLOT, SLOT_STATES, duty, ncu, overlap, repeat
 from runner.methods import METHODS
@@ -237,8 +237,8 @@ def test_the_turn_parts_add_up_to_the_turns(two_passes, tmp_path: Path):
 
 
 def test_a_runs_batches_say_which_cpu_measured_them(two_passes):
-    """Each kept batch of a real (CPU) run has the host CPU its measuring thread was on, one the worker could use
-    (``runner/worker/host_cpu.py``)."""
+    """Each kept batch of a real (CPU) run has the host CPU its measuring thread was on, one the worker could use,
+    and the time that thread waited for a core while the batch was in flight (``runner/worker/host_cpu.py``)."""
     results = list(two_passes[0].glob("jobs/*/out/result.json"))
     assert results
     for path in results:
@@ -246,6 +246,11 @@ def test_a_runs_batches_say_which_cpu_measured_them(two_passes):
         raw = json.loads(path.with_name("samples.json").read_text())
         assert len(raw["batch_host_cpu"]) == len(raw["batch_window"]) > 0
         assert set(raw["batch_host_cpu"]) <= set(allowed), (raw["batch_host_cpu"], allowed)
+        # And how long it waited for a core while each was in flight: never more than the batch's own window.
+        waits = raw["batch_host_wait_ms"]
+        assert len(waits) == len(raw["batch_window"])
+        for wait, (launched, closed) in zip(waits, raw["batch_window"]):
+            assert 0 <= wait <= 1000 * (closed - launched) + 1.0, (wait, launched, closed)
 
 
 def test_the_batches_rest_splits_into_between_the_samples_and_around_the_batches(two_passes, tmp_path: Path):
@@ -397,6 +402,7 @@ def _one_slow_batch(run_dir: Path, tmp_path: Path, plant) -> tuple[Path, list[Pa
         assert len(raw["batch_window"]) == len(raw["batch_placement"]) >= 4
         for side in ("reference", "candidate"):
             raw[side] = [1.0] * len(raw[side])
+        raw["batch_host_wait_ms"] = [0.0] * len(raw["batch_window"])  # no batch waited for a core
     size = len(raws[0]["reference"]) // len(raws[0]["batch_window"])
     raws[0]["reference"][size : 2 * size] = [1.5] * size
     for result in results:
@@ -486,6 +492,29 @@ def test_a_batch_during_another_workers_preload_is_counted_near_it(two_passes, t
     assert (found["near"][kind]["all"], found["near"][kind]["disturbed"]) == (1, 1)
     others = {"cuda_context", "preload", "candidate_preload"} - {kind}
     assert all(found["near"][other]["all"] == 0 for other in others)
+
+
+def test_a_batch_whose_measuring_thread_waited_for_a_core_is_near_a_host_wait(two_passes, tmp_path: Path):
+    """The slowed batch's measuring thread waited 2 ms for a core, another batch's 0.1 ms (under
+    ``HOST_WAIT_MIN_MS``) and a third's 1 ms: the slowed one is near a ``host_wait``, two batches of all are, and a
+    run from before the waits were kept (no ``batch_host_wait_ms``) has none."""
+
+    def waits(results, raws):
+        raws[0]["batch_host_wait_ms"][1] = 2.0
+        raws[0]["batch_host_wait_ms"][2] = HOST_WAIT_MIN_MS / 2.5
+        raws[0]["batch_host_wait_ms"][3] = 1.0
+
+    run, paths, results, raws = _one_slow_batch(two_passes[0], tmp_path, waits)
+    found = disturbances(run)
+    assert found["disturbed"] == 1 and found["near_none"] == 0
+    assert found["largest"][0]["near"] == ["host_wait"]
+    assert (found["near"]["host_wait"]["all"], found["near"]["host_wait"]["disturbed"]) == (2, 1)
+    assert found["thresholds"]["host_wait_ms"] == HOST_WAIT_MIN_MS
+    samples_file = paths[0].with_name("samples.json")
+    raw = json.loads(samples_file.read_text())
+    del raw["batch_host_wait_ms"]
+    samples_file.write_text(json.dumps(raw))
+    assert disturbances(run)["near"]["host_wait"]["all"] == 0
 
 
 def test_a_compile_warm_ups_context_compiles_and_end_are_events_a_slowed_batch_is_held_against(

@@ -227,6 +227,10 @@ def test_a_batchs_span_holds_its_samples_and_lies_inside_its_window():
     flush_ms = tools.sampler.flush_bytes / 5e12 * 1e3  # under 5 TB/s on any GPU here
     for span, (launched, closed), times in zip(raw["batch_span_ms"], raw["batch_window"], _per_batch(raw)):
         assert sum(times) + (len(times) - 1) * flush_ms <= span <= 1000 * (closed - launched) + 0.05
+    # The measuring thread's wait for a core over each batch's flight: a share of its window at most.
+    assert len(raw["batch_host_wait_ms"]) == 8
+    for wait, (launched, closed) in zip(raw["batch_host_wait_ms"], raw["batch_window"]):
+        assert 0 <= wait <= 1000 * (closed - launched) + 0.05
 
 
 def test_a_short_kernels_batches_last_batch_min_ms():

@@ -22,7 +22,9 @@ of another worker, an evaluation's or a warm-up's, before they ended (``by_time_
 pass on the H200, 6-13% of the batches in a turn's first 1.25 s were disturbed and 0-1% after, and 14-16% of those
 ending 0.5-1 s after another worker's exit (BENCHMARKS.md, fifty-sixth session).
 The timing loop records each batch's window (``batch_window`` in ``samples.json``, from the twelfth
-session on); a run without them gives no batches.
+session on); a run without them gives no batches. A batch whose measuring thread waited, runnable, for a host core for more than
+``HOST_WAIT_MIN_MS`` while it was in flight (``batch_host_wait_ms``, ``runner/worker/host_cpu.py``; from the
+fifty-seventh session on) counts as near a ``host_wait``: the host work of the suite's other processes on its core.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ from runner.worker.protocol import batch_medians
 Z_LIMIT = 5.0
 MIN_EXCESS = 0.005
 EXIT_WINDOW_S = 2.0
+# A batch's measuring thread waiting this long for a core is a ``host_wait`` (a scheduler's time slice is 0.75-3 ms;
+# a wake-up's own latency is microseconds).
+HOST_WAIT_MIN_MS = 0.25
 # The kinds of event a compile warm-up beside the sweep adds (``_warmup_events``).
 WARMUP_KINDS = ("warmup_context", "warmup_compile", "warmup_exit")
 _MAD_TO_SIGMA = 1.4826
@@ -66,7 +71,7 @@ def disturbances(run_dir: Path) -> dict:
             if window:
                 events.append((kind, result.eval_id, window[0], window[1]))
     events += _warmup_events(run_dir)
-    kinds = ("cuda_context", "worker_exit", "preload", "candidate_preload", *WARMUP_KINDS)
+    kinds = ("cuda_context", "worker_exit", "preload", "candidate_preload", *WARMUP_KINDS, "host_wait")
     counts = {kind: {"all": 0, "disturbed": 0} for kind in kinds}
     exits = sorted((start, owner) for kind, owner, start, _ in events if kind in ("worker_exit", "warmup_exit"))
     in_turn, since_exit = _Bins(), _Bins()
@@ -78,10 +83,14 @@ def disturbances(run_dir: Path) -> dict:
         raw = json.loads(path.read_text())
         windows = raw.get("batch_window") or []
         size = len(raw["reference"]) // len(windows) if windows else 0
+        waits = raw.get("batch_host_wait_ms") or [None] * len(windows)
         excess = {side: _excess(raw[side], size, len(windows)) for side in _SIDES}
         for k, (start, end) in enumerate(windows):
             batches += 1
-            near = sorted({kind for kind, owner, s, e in events if owner != result.eval_id and s < end and e > start})
+            near = {kind for kind, owner, s, e in events if owner != result.eval_id and s < end and e > start}
+            if waits[k] is not None and waits[k] > HOST_WAIT_MIN_MS:
+                near.add("host_wait")
+            near = sorted(near)
             is_disturbed = any(z > Z_LIMIT and rel > MIN_EXCESS for z, rel in (excess[s][k] for s in _SIDES))
             in_turn.add(start - windows[0][0], is_disturbed)
             since_exit.add(_since_last(exits, end, result.eval_id), is_disturbed)
@@ -105,7 +114,12 @@ def disturbances(run_dir: Path) -> dict:
     return {
         "batches": batches,
         "disturbed": len(disturbed),
-        "thresholds": {"z": Z_LIMIT, "excess_pct": 100 * MIN_EXCESS, "exit_window_s": EXIT_WINDOW_S},
+        "thresholds": {
+            "z": Z_LIMIT,
+            "excess_pct": 100 * MIN_EXCESS,
+            "exit_window_s": EXIT_WINDOW_S,
+            "host_wait_ms": HOST_WAIT_MIN_MS,
+        },
         "near": counts,
         "near_none": sum(not row["near"] for row in disturbed),
         "by_time_in_turn": in_turn.rows(),

@@ -73,7 +73,7 @@ from dataclasses import dataclass
 import torch
 
 from runner.worker.clocks import ClockMonitor, device_uuid
-from runner.worker.host_cpu import current_cpu
+from runner.worker.host_cpu import current_cpu, waited_ns
 from runner.worker.integrity import unjoined_work
 from runner.worker.placement_judge import (
     JUDGED_BATCHES,
@@ -220,6 +220,9 @@ def measure_pair(
     spans: list[float] = []
     # The host CPU the measuring thread ran on as each kept batch was read (``host_cpu.py``).
     host_cpus: list[int | None] = []
+    # How long the measuring thread waited, runnable, for a core while each kept batch was in flight: from before its
+    # launch to after its close (ms; ``host_cpu.py``).
+    host_waits: list[float | None] = []
     audits = {side: [] for side in sides}
     throttled: list[dict] = []
     cooled = 0.0
@@ -270,8 +273,9 @@ def measure_pair(
             placement = min(range(len(placements)), key=launched_at_placement.__getitem__)
             launched_at_placement[placement] += 1
             calls = placements[placement]
-            launched_at = time.time()
+            launched_at, waited_at_launch = time.time(), waited_ns()
             current = _Queued(order, audited, sampler.launch([calls[side] for side in order]), placement, launched_at)
+            current.waited_at_launch = waited_at_launch
         elif pending is None:
             break  # stopped, or at the sample cap
         if readings is not None:
@@ -329,6 +333,7 @@ def measure_pair(
             windows.append([pending.launched_at, pending.closed_at])
             spans.append(sampler.span(pending.handle))
             host_cpus.append(current_cpu())
+            host_waits.append(pending.host_wait_ms)
             n = len(samples["reference"])
             noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
             if judged_count < len(placements) and min(kept_at_placement) >= JUDGED_BATCHES:
@@ -355,7 +360,9 @@ def measure_pair(
                 stop_reason, stopping = "time_cap", True
         if current is not None:
             sampler.close(current.handle, placements[current.placement].get(current.audited))
-            current.closed_at = time.time()
+            current.closed_at, waited_at_close = time.time(), waited_ns()
+            if current.waited_at_launch is not None and waited_at_close is not None:
+                current.host_wait_ms = (waited_at_close - current.waited_at_launch) / 1e6
         pending = current
     if not samples["reference"]:
         raise GpuThrottled(
@@ -409,6 +416,7 @@ def measure_pair(
         "batch_window": windows,
         "batch_span_ms": spans,
         "batch_host_cpu": host_cpus,
+        "batch_host_wait_ms": host_waits,
         "sync_audit": audits,
         "audit_samples": audit_samples,
         "audit_sample_batch": audit_batches,
@@ -631,7 +639,8 @@ def summarise(values: list[float]) -> TimingSummary:
 @dataclass
 class _Queued:
     """A batch on its way: its interleaved order, the side it audits, the sampler's handle on it, its placement,
-    when it was launched and when the synchronisation after it returned (epoch seconds)."""
+    when it was launched and when the synchronisation after it returned (epoch seconds), and the measuring thread's
+    scheduler run delay at its launch (ns) and over its flight (ms; None where the system does not say)."""
 
     order: list[str]
     audited: str | None
@@ -639,3 +648,5 @@ class _Queued:
     placement: int = 0
     launched_at: float = 0.0
     closed_at: float = 0.0
+    waited_at_launch: int | None = None
+    host_wait_ms: float | None = None
