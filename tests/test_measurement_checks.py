@@ -258,10 +258,13 @@ def test_the_warm_up_runs_before_the_turn_and_the_samples_after_it(wait_s):
     result, _ = timing_module.measure_pair(
         calling, calling, torch.device("cpu"), settings, "small", 0, tools=tools, turn=turn
     )
-    again = ["call"] * 2 if wait_s > timing_module.REWARM_AFTER_S else []
+    # The wait as measured decides (0.05 s always rewarms): an immediate turn may still come late where the host took
+    # this process off its core (a CI machine under load made 2 more calls on a wait of 0).
+    assert result.turn_wait_s >= wait_s
+    again = ["call"] * 2 if result.turn_wait_s > timing_module.REWARM_AFTER_S else []
     # three warm-up rounds, the turn, one more round after a long wait, two batches of two pairs
     assert calls == ["call"] * 6 + ["turn"] + again + ["call"] * 8
-    assert result.window[0] >= taken[0] and result.turn_wait_s >= wait_s
+    assert result.window[0] >= taken[0]
 
 
 @pytest.mark.parametrize("turn_given", [True, False])

@@ -22,9 +22,11 @@ of another worker, an evaluation's or a warm-up's, before they ended (``by_time_
 pass on the H200, 6-13% of the batches in a turn's first 1.25 s were disturbed and 0-1% after, and 14-16% of those
 ending 0.5-1 s after another worker's exit (BENCHMARKS.md, fifty-sixth session).
 The timing loop records each batch's window (``batch_window`` in ``samples.json``, from the twelfth
-session on); a run without them gives no batches. A batch whose measuring thread waited, runnable, for a host core for more than
-``HOST_WAIT_MIN_MS`` while it was in flight (``batch_host_wait_ms``, ``runner/worker/host_cpu.py``; from the
-fifty-seventh session on) counts as near a ``host_wait``: the host work of the suite's other processes on its core.
+session on); a run without them gives no batches. A batch whose measuring thread waited, runnable, for a host
+core for more than ``HOST_WAIT_MIN_MS`` while it was in flight (``batch_host_wait_ms``,
+``runner/worker/host_cpu.py``; from the fifty-seventh session on) counts as near a ``host_wait``: other work on
+its core. Over a cold torch_compile pass of half the suite on the H200, 0.8% of the batches did, 0.36% of the
+disturbed ones (BENCHMARKS.md, fifty-seventh session).
 """
 
 from __future__ import annotations
