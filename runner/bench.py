@@ -738,6 +738,7 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
                     kernels,
                     timing.sm_clock_mhz,
                     samples_path(run_dir, result.eval_id),
+                    preloads_not_done(result.environment),
                 )
         return out
 
@@ -754,8 +755,8 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
     moved = []
     for key in sorted(paired):
         (
-            (level, first, first_noise, first_ms, first_spread, first_ran, first_clock, first_samples),
-            (_, second, second_noise, second_ms, second_spread, second_ran, second_clock, second_samples),
+            (level, first, first_noise, first_ms, first_spread, first_ran, first_clock, first_samples, first_pre),
+            (_, second, second_noise, second_ms, second_spread, second_ran, second_clock, second_samples, second_pre),
         ) = paired[key]
         group = f"{key[0]}, {'blocks (level 3)' if level >= 3 else 'ops and fusions (levels 1-2)'}"
         delta = abs(first / second - 1)
@@ -778,6 +779,8 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
             "autotuning": kernels_alike(first_ran, second_ran),
             # Each run's median SM clock over its kept batches.
             "sm_clock_mhz": [first_clock, second_clock],
+            # Whose kernels the worker could not load by capture at some shape, in either run (``preloads_not_done``).
+            "preload_not_done": sorted(first_pre | second_pre),
         }
         if row["autotuning"] == "different":
             row["kernels_differing"] = kernels_differing(first_ran, second_ran)
@@ -802,6 +805,12 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
         },
         # How many pairs ran their autotuned kernels alike (runner/worker/autotuning.py): two cold compiles may not.
         "autotuning": {state: sum(row["autotuning"] == state for row in moved) for state in AUTOTUNING_STATES},
+        # The pairs whose worker's preload capture failed at some shape (a host read inside it, say), among all and
+        # among the largest: they held 5 of torch_compile's 11 largest moves on the H200 (fifty-seventh session).
+        "preload_not_done": {
+            "pairs": sum(bool(row["preload_not_done"]) for row in moved),
+            "in_largest": sum(bool(row["preload_not_done"]) for row in largest),
+        },
         # Which tasks moved most: a quantile over the target is a question about these.
         "largest": largest,
         "duty": [duty(run) for run in runs],
@@ -813,6 +822,20 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
             "abs_delta_speedup": {group: _quantiles(values) for group, values in sorted(beyond_floor.items())},
         }
     return figures
+
+
+def preloads_not_done(environment: dict) -> set[str]:
+    """The sides ("reference", "candidate") whose preload (``runner/worker/preload.py``) recorded a shape as not
+    done: its capture failed. A preload not tried at all (no CUDA device, or switched off) is no failure."""
+    records = {"reference": "preloaded_kernels", "candidate": "preloaded_candidate"}
+    return {
+        side
+        for side, record in records.items()
+        if any(
+            str(state).startswith("not done")
+            for state in ((environment.get(record) or {}).get("shapes") or {}).values()
+        )
+    }
 
 
 def _process_floors(paths: tuple[Path, ...]) -> dict[tuple[str, str], float]:

@@ -88,6 +88,8 @@ def test_repeat_pairs_tasks_and_reports_duty(two_passes):
         assert row["speedups"][0] / row["speedups"][1] == pytest.approx(sides, rel=1e-9)
         # No clock on a CPU: nothing to compare clock by clock (runner/analysis/clock_mix.py; tests/test_clock_mix.py).
         assert row["sm_clock_mhz"] == [None, None] and row["at_matched_clocks"] is None
+        assert row["preload_not_done"] == []  # no capture on a CPU: none failed
+    assert figures["preload_not_done"] == {"pairs": 0, "in_largest": 0}
     beyond = figures["beyond_noise"]
     assert beyond["z_over_2"] == sum(row["z"] > 2 for row in largest)
     assert beyond["z_over_2_pct"] == pytest.approx(50 * beyond["z_over_2"])
@@ -100,6 +102,28 @@ def test_repeat_pairs_tasks_and_reports_duty(two_passes):
         assert run["duty_with_setup_pct"] == pytest.approx(expected) and run["duty_with_setup_pct"] < run["duty_pct"]
         assert run["while_warming_up"] is None  # no compile warm-up beside these sweeps
     assert duty(two_passes[0]) == figures["duty"][0]
+
+
+def test_repeat_names_the_pairs_whose_preload_capture_failed(two_passes, tmp_path: Path):
+    """A task whose reference capture failed at one shape in the second run is named so in its row, and counted
+    among all pairs and the largest; a preload not tried (no CUDA device) is no failure."""
+    run, paths = _copy_of(two_passes[1], tmp_path)
+    results = {json.loads(path.read_text())["task_id"]: path for path in paths}
+    failed = json.loads(results["gelu_tanh"].read_text())
+    failed["environment"]["preloaded_kernels"] = {
+        "shapes": {"small": "loaded", "perf": "not done: AcceleratorError: CUDA error: operation not permitted when"},
+        "seconds": 0.3,
+    }
+    failed["environment"]["preloaded_candidate"] = {"shapes": {"small": "loaded", "perf": "loaded"}}
+    results["gelu_tanh"].write_text(json.dumps(failed))
+    untried = json.loads(results["leaky_relu_fp32"].read_text())
+    untried["environment"]["preloaded_kernels"] = {"not done": "no CUDA device"}
+    results["leaky_relu_fp32"].write_text(json.dumps(untried))
+    figures = repeat(two_passes[0], run)
+    rows = {row["task"]: row for row in figures["largest"]}
+    assert rows["gelu_tanh"]["preload_not_done"] == ["reference"]
+    assert rows["leaky_relu_fp32"]["preload_not_done"] == []
+    assert figures["preload_not_done"] == {"pairs": 1, "in_largest": 1}
 
 
 def _without(run_dir: Path, task_id: str, copy: Path) -> Path:
