@@ -274,8 +274,8 @@ def measure_pair(
             launched_at_placement[placement] += 1
             calls = placements[placement]
             launched_at, waited_at_launch = time.time(), waited_ns()
-            current = _Queued(order, audited, sampler.launch([calls[side] for side in order]), placement, launched_at)
-            current.waited_at_launch = waited_at_launch
+            handle = sampler.launch([calls[side] for side in order])
+            current = _Queued(order, audited, handle, placement, launched_at, waited_at_launch=waited_at_launch)
         elif pending is None:
             break  # stopped, or at the sample cap
         if readings is not None:
