@@ -198,6 +198,7 @@ def duty(run_dir: Path) -> dict:
         "sweep_start_s": sweep_start(manifest, results),
         "turn_parts_s": turn_parts(sampled),
         "batches_rest_parts_s": batches_rest_parts(sampled),
+        "leads_s": lead_seconds(sampled),
         "short_batches": short_batches(sampled),
         "memory_released": memory_released(results),
     }
@@ -536,6 +537,15 @@ def batches_rest_parts(sampled: list) -> dict | None:
         parts["between_samples"] += sum(raw["batch_span_ms"]) / 1000.0 - batched
         parts["around_batches"] += _around_batches(raw, audit_calls)
     return parts if seen else None
+
+
+def lead_seconds(sampled: list) -> float | None:
+    """Seconds the GPU slept ahead of the samples that found its queue run dry (``batch_lead_ms`` in ``samples.json``,
+    ``samplers.QueueLead``), all turns together: part of ``batches_rest``, between the samples or before a batch's
+    first. None where no samples file records them (runs from before the fifty-eighth session). ``sampled``: from
+    ``_turns_sampled``."""
+    leads = [sum(raw["batch_lead_ms"]) for _, raw, *_ in sampled if raw.get("batch_lead_ms") is not None]
+    return sum(leads) / 1000.0 if leads else None
 
 
 def _around_batches(raw: dict, audit_calls: float) -> float:

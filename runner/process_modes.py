@@ -10,7 +10,7 @@ either run's noise, and no number of samples inside one process shows it.
 
 This module measures it directly: ``processes`` fresh interpreters, one after another, each timing every task
 given, its reference and a method's candidate (``reference``: the same Model again), in alternating batches with
-kbench's own sampler (CUDA events, the L2 flushed before each sample; the host clock on a CPU), at the
+kbench's own sampler (CUDA events, the L2 flushed before each sample, its leads; the host clock on a CPU), at the
 performance shape with fixed seeds, so that the processes differ only in being processes and in where their
 tensors lie. Each process times each side at the evaluation's first placements, in turn (``PLACEMENTS`` input sets,
 their large tensors at the evaluation's offsets inside their blocks, ``worker/input_offsets.py``), so what the
@@ -84,7 +84,9 @@ def measure_in_this_process(
     if shape == "auto":
         shape = "perf" if device.type == "cuda" else "small"
     sampler = (
-        CudaSampler(device, cold=True, device_sync=False, l2_multiple=2.0) if device.type == "cuda" else HostSampler()
+        CudaSampler(device, cold=True, device_sync=False, l2_multiple=2.0, lead=True)
+        if device.type == "cuda"
+        else HostSampler()
     )
     produce = METHODS.get(method)
     held = None
@@ -119,13 +121,19 @@ def measure_in_this_process(
         rounds = len(groups) * math.ceil(samples / (BATCH * len(groups)))  # each placement as many batches
         per_batch = math.ceil(samples / rounds)
         with torch.no_grad():
-            warm_up([call for side_calls in calls.values() for call in side_calls], sampler, WARMUP_MS)
+            warm_up(
+                [call for side_calls in calls.values() for call in side_calls],
+                sampler,
+                WARMUP_MS,
+                labels=[side for side, side_calls in calls.items() for _ in side_calls],
+            )
             order = list(calls)
             for turn in range(rounds):
                 for side in order:  # alternating batches, each side first in turn: drift hits both
                     count = min(per_batch, samples - len(times[side]))
                     if count > 0:
-                        times[side] += run_batch(sampler, [calls[side][turn % len(groups)]] * count)[0]
+                        batch = [calls[side][turn % len(groups)]] * count
+                        times[side] += run_batch(sampler, batch, labels=[side] * count)[0]
                 order.reverse()
         out[task.task_id] = {side: dataclasses.asdict(summarise(values)) for side, values in times.items()}
         out[task.task_id]["candidate_hash"] = candidate.content_hash

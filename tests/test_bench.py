@@ -301,6 +301,29 @@ def test_the_batches_rest_splits_into_between_the_samples_and_around_the_batches
     assert duty(run)["batches_rest_parts_s"] is None
 
 
+def test_the_gpus_sleep_ahead_of_led_samples_is_summed_from_the_samples_files(two_passes, tmp_path: Path):
+    """``leads_s``: each kept batch's leads (``batch_lead_ms``) summed over the run's turns; a real CPU run has each
+    batch's, all zero (the host clock leads nothing); planted leads are summed; a run whose samples files have none
+    (before the fifty-eighth session) has no figure."""
+    assert duty(two_passes[0])["leads_s"] == 0.0
+    run, results = _copy_of(two_passes[0], tmp_path)
+    planted = 0.0
+    for result in results:
+        path = result.parent / "samples.json"
+        raw = json.loads(path.read_text())
+        assert len(raw["batch_lead_ms"]) == len(raw["batch_window"]) == len(raw["batch_led"])
+        raw["batch_lead_ms"] = [1.5] * len(raw["batch_window"])
+        planted += 1.5 * len(raw["batch_window"])
+        path.write_text(json.dumps(raw))
+    assert duty(run)["leads_s"] == pytest.approx(planted / 1000.0)
+    for result in results:
+        path = result.parent / "samples.json"
+        raw = json.loads(path.read_text())
+        del raw["batch_lead_ms"]
+        path.write_text(json.dumps(raw))
+    assert duty(run)["leads_s"] is None
+
+
 def test_evaluations_whose_batches_fell_short_of_batch_min_ms_are_counted(two_passes, tmp_path: Path):
     """``short_batches`` reads each job's ``batch_min_ms`` and its kept batches' spans: a least batch longer than
     every span counts every evaluation, by its pairs per batch, with the GPU's wait around those batches; one

@@ -1253,3 +1253,49 @@ def test_an_evaluation_records_the_offsets_its_placements_inputs_got(tmp_path):
     placements = result["timing"]["placements"]
     assert sorted(moved, key=int) == [str(k) for k in range(1, placements)]
     assert all(moved[str(k)] == [placement_offset(k)] for k in range(1, placements))
+
+
+def test_a_sample_after_a_call_that_waits_for_the_device_is_led_so_the_hosts_pace_stays_out():
+    """A side whose host takes 1 ms to queue 2 ms of GPU work, measured against one that waits for the device inside
+    its call (as ``torch.linalg.cholesky`` does): the samples that follow the waiting side find the GPU's queue
+    empty, and without a lead the first side's host millisecond is in them (its median ~3 ms); led, its samples
+    take its GPU time (~2 ms), as in a run of its own. The waiting side's own time is its own either way."""
+    import time
+
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+    from runner.worker.samplers import _sleep_cycles_per_ms
+
+    cycles_per_ms = _sleep_cycles_per_ms()
+
+    def host_paced():
+        until = time.perf_counter() + 0.001
+        while time.perf_counter() < until:
+            pass
+        torch.cuda._sleep(int(2 * cycles_per_ms))
+
+    def waits_for_the_device():
+        torch.cuda._sleep(int(2 * cycles_per_ms))
+        torch.cuda.synchronize()
+
+    medians, led = {}, {}
+    for lead in (False, True):
+        settings = TimingSettings(
+            min_samples=60, max_samples=60, batch=10, warmup_ms=0.0, target_noise=0.0, lead_dry_queue=lead
+        )
+        timing, raw = timing_module.measure_pair(
+            waits_for_the_device, host_paced, torch.device("cuda"), settings, "perf", 5
+        )
+        medians[lead] = (timing.reference.median_ms, timing.candidate.median_ms)
+        led[lead] = (timing.led_samples, raw["batch_led"], raw["batch_lead_ms"])
+    assert medians[False][1] > 2.6, medians
+    assert 1.9 < medians[True][1] < 2.3, medians
+    assert abs(medians[True][0] / medians[False][0] - 1) < 0.05, medians
+    assert led[False] == (None, [[] for _ in led[False][1]], [0.0] * len(led[False][1]))
+    counts, positions, slept = led[True]
+    assert counts["candidate"] >= 20 and any(positions)
+    # Each led sample slept about its side's lead: ~1 ms for the host-paced side, ~2 ms for the other (its GPU time).
+    expected_ms = counts["candidate"] + 2 * counts["reference"]
+    assert 0.5 * expected_ms < sum(slept) < 2 * expected_ms, (sum(slept), counts)

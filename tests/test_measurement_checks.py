@@ -546,9 +546,9 @@ def test_the_warm_up_runs_both_sides_in_turn_and_shares_its_time(call_ms, rounds
     batches: list[int] = []
 
     class CountingSampler(HostSampler):
-        def launch(self, fns):
+        def launch(self, fns, labels=None):
             batches.append(len(fns))
-            return super().launch(fns)
+            return super().launch(fns, labels)
 
     def side(name: str):
         def call():
@@ -585,8 +585,8 @@ class _AuditingHostSampler:
         self._host = HostSampler()
         self._audits = 0
 
-    def launch(self, fns) -> dict:
-        return {**self._host.launch(fns), "audit": None, "called": None}
+    def launch(self, fns, labels=None) -> dict:
+        return {**self._host.launch(fns, labels), "audit": None, "called": None}
 
     def close(self, handle: dict, audit=None) -> None:
         if audit is not None:
@@ -597,6 +597,10 @@ class _AuditingHostSampler:
 
     def times(self, handle: dict):
         return handle["times"], handle["audit"]
+
+    def led(self, handle: dict) -> tuple[list[int], float]:
+        """No leads on the host clock."""
+        return [], 0.0
 
     def audit_sample(self, handle: dict):
         """The audited call's own time, as the events around it on a GPU would have it: what slows the audit's
@@ -677,8 +681,8 @@ class _RecordingAuditor(_AuditingHostSampler):
         self.batches: list[list[float]] = []
         self.audited: list = []
 
-    def launch(self, fns) -> dict:
-        handle = super().launch(fns)
+    def launch(self, fns, labels=None) -> dict:
+        handle = super().launch(fns, labels)
         self.batches.append(handle["times"])
         return handle
 
@@ -827,3 +831,47 @@ def test_a_candidate_honest_only_after_a_synchronisation_is_flagged_by_the_reche
     evidence = unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms, timing.audit_recheck)
     assert evidence and "the audits were taken twice" in evidence
     assert min(raw["sync_audit_recheck"]["candidate"]) > 9.0
+
+
+def test_a_sides_lead_is_its_host_time_at_most_its_gpu_time_and_none_before_it_has_both():
+    """``QueueLead``: a side is led (where its sample finds the GPU's queue run dry) for as long as its host takes to
+    queue a call, the median of its last calls, but never longer than its call runs on the GPU nor ``LEAD_MAX_MS``;
+    a side without times of both kinds, or a call of no side, gets none."""
+    from runner.worker.samplers import LEAD_HISTORY, LEAD_MAX_MS, QueueLead
+
+    leads = QueueLead()
+    assert leads.lead_ms("candidate") == 0.0
+    for host_ms in (0.9, 1.0, 1.1):
+        leads.add("candidate", host_ms=host_ms)
+    assert leads.lead_ms("candidate") == 0.0  # no GPU time yet
+    leads.add("candidate", gpu_ms=2.0)
+    assert leads.lead_ms("candidate") == pytest.approx(1.0)
+    leads.add("reference", host_ms=7.5)  # a call that waited for the device: its host time is its GPU time or more
+    leads.add("reference", gpu_ms=3.8)
+    assert leads.lead_ms("reference") == pytest.approx(3.8)
+    leads.add("long", host_ms=40.0)
+    leads.add("long", gpu_ms=30.0)
+    assert leads.lead_ms("long") == LEAD_MAX_MS
+    for _ in range(LEAD_HISTORY):  # the last calls only: a first call that compiled is forgotten
+        leads.add("candidate", host_ms=0.2)
+    assert leads.lead_ms("candidate") == pytest.approx(0.2)
+    leads.add(None, host_ms=1.0, gpu_ms=1.0)
+    assert leads.lead_ms(None) == 0.0
+
+
+def test_a_measurement_on_the_host_clock_leads_nothing_and_says_so():
+    """The host clock runs each call as it is launched: no sample is led, each kept batch lists none
+    (``samples.json``'s ``batch_led``), and the result says the sampler does not lead (None, not zero)."""
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+
+    settings = TimingSettings(min_samples=8, max_samples=8, batch=2, warmup_ms=0.0, target_noise=0.0)
+    tools = timing_module.Instruments(HostSampler(), ClockMonitor(None))
+    result, raw = timing_module.measure_pair(
+        lambda: None, lambda: None, torch.device("cpu"), settings, "small", 0, tools=tools
+    )
+    assert raw["batch_led"] == [[] for _ in raw["batch_placement"]] and len(raw["batch_led"]) == 4
+    assert raw["batch_lead_ms"] == [0.0] * 4
+    assert result.led_samples is None and result.lead_ms is None

@@ -4,19 +4,23 @@ A sampler queues a batch of calls (``launch``), closes it (``close``: the audit 
 the synchronisation after which the batch is done) and reads its times (``times``), the audited call's own
 time where it counts as a sample (``audit_sample``) and its span, from the first sample's start to the last
 one's end (``span``), so the timing loop (``timing.py``) can queue the next batch before it reads the last.
-The CUDA sampler flushes the L2 outside the timed region before every sample in cold mode. ``warm_up`` runs a closure
-before its measurement. This module decides nothing about when to stop or what to keep.
+The CUDA sampler flushes the L2 outside the timed region before every sample in cold mode, and where it leads
+(``lead``), a sample that finds the GPU's queue run dry starts behind a GPU sleep as long as its side takes the host
+to queue (``QueueLead``). ``warm_up`` runs a closure before its measurement. This module decides nothing about when to
+stop or what to keep.
 """
 
 from __future__ import annotations
 
+import collections
 import math
+import statistics
 import time
 
 import torch
 
 
-def warm_up(fns, sampler, warmup_ms: float) -> float:
+def warm_up(fns, sampler, warmup_ms: float, labels=None) -> float:
     """One round of ``fns`` (both sides of a measurement) in turn, two more where it was shorter than
     ``LONG_ROUND_MS``, queued as one batch (the first calls may compile or load: on the host, as they are queued),
     then the rest of ``warmup_ms``, the sides together, in batches of rounds sized from the first: a
@@ -24,20 +28,21 @@ def warm_up(fns, sampler, warmup_ms: float) -> float:
     after timing, whose every wait for the device then waits for a time slice too, and the next measurement waits
     for both (it was three batches of one round: BENCHMARKS.md, twenty-ninth session). The sides share it: what a
     warm-up settles (clocks, the caching allocator, lazily loaded code) is the GPU's or each side's first calls,
-    not a time per side (it was ``warmup_ms`` per side, BENCHMARKS.md, thirteenth session). Returns the shortest
-    of the first rounds, ms."""
+    not a time per side (it was ``warmup_ms`` per side, BENCHMARKS.md, thirteenth session). ``labels``: each
+    function's side (the sampler's leads learn their times). Returns the shortest of the first rounds, ms."""
     fns = list(fns)
-    times = run_batch(sampler, fns)[0]
+    labels = list(labels) if labels is not None else None
+    times = run_batch(sampler, fns, labels=labels)[0]
     rounds = 1
     if sum(times) < LONG_ROUND_MS:
-        times += run_batch(sampler, fns * 2)[0]
+        times += run_batch(sampler, fns * 2, labels=labels and labels * 2)[0]
         rounds = 3
     shortest = _shortest_round(times, len(fns))
     spent = sum(times)
     while spent < warmup_ms and rounds < MAX_WARMUP_ROUNDS:
         per_round = max(_shortest_round(times, len(fns)), 1e-3)
         size = max(1, min(math.ceil((warmup_ms - spent) / per_round), MAX_WARMUP_ROUNDS - rounds))
-        times = run_batch(sampler, fns * size)[0]
+        times = run_batch(sampler, fns * size, labels=labels and labels * size)[0]
         spent += sum(times)
         rounds += size
     return shortest
@@ -60,9 +65,10 @@ MAX_WARMUP_ROUNDS = 1000
 LONG_ROUND_MS = 2.5
 
 
-def run_batch(sampler, fns, audit=None) -> tuple[list[float], float | None]:
-    """One batch on either sampler, start to end: launched, closed (with the audit call, if any), read."""
-    handle = sampler.launch(fns)
+def run_batch(sampler, fns, audit=None, labels=None) -> tuple[list[float], float | None]:
+    """One batch on either sampler, start to end: launched (``labels``: each call's side), closed (with the audit
+    call, if any), read."""
+    handle = sampler.launch(fns, labels)
     sampler.close(handle, audit)
     return sampler.times(handle)
 
@@ -74,7 +80,7 @@ class HostSampler:
     flushes = False
     flush_bytes = None
 
-    def launch(self, fns) -> dict:
+    def launch(self, fns, labels=None) -> dict:
         times = []
         first = time.perf_counter_ns()
         for fn in fns:
@@ -93,9 +99,57 @@ class HostSampler:
         """No audits on the host clock."""
         return None
 
+    def led(self, handle: dict) -> tuple[list[int], float]:
+        """No leads on the host clock: a call runs as it is launched."""
+        return [], 0.0
+
     def span(self, handle: dict) -> float:
         """From the batch's first sample's start to its last one's end, in ms."""
         return handle["span"]
+
+
+# A lead is at most this long (ms), whatever the side's host time: a call that waits for the device inside (its host time
+# is then its GPU time, or more) is not led for longer than it runs, nor anything for longer than this.
+LEAD_MAX_MS = 5.0
+# Each side's lead is the median of its last this many calls' host and GPU times.
+LEAD_HISTORY = 64
+# The GPU sleep the lead's rate is read from (``torch.cuda._sleep`` counts SM clock cycles): about 1 ms.
+LEAD_CALIBRATION_CYCLES = 2_000_000
+
+
+class QueueLead:
+    """How long a sample of each side is led where it finds the GPU's queue run dry: its side's host time to queue
+    one call (median of the last ``LEAD_HISTORY``), at most its GPU time (same median) and ``LEAD_MAX_MS``; none until
+    the side has both.
+
+    Why: a call whose host work takes about as long as its GPU work (a batched potrf's many launches, say) runs at
+    the GPU's pace where work is queued ahead of it, and at the host's where the queue is empty, its events then
+    timing the host's launches too. Samples of one side in a row keep the queue filled; in the timing loop's
+    interleaved order a call that waits for the device inside (``torch.linalg.cholesky`` and ``torch.linalg.solve``
+    check their results on the host) empties it before the other side's next sample. torch_compile's candidate
+    (which checks on the device) ran cholesky_spd_blocks_fp32 at 3.68-3.69 ms in runs of its own samples and at
+    3.74-3.95 ms interleaved with the eager reference, the speedup 1.01-1.04 against 0.97-0.99 (BENCHMARKS.md,
+    fifty-eighth session). With the lead, such a sample starts with its call queued ahead of the GPU, as it does
+    after a sample of its own side, whichever side came before."""
+
+    def __init__(self) -> None:
+        self._host: dict[str, collections.deque] = {}
+        self._gpu: dict[str, collections.deque] = {}
+
+    def add(self, label: str | None, host_ms: float | None = None, gpu_ms: float | None = None) -> None:
+        """One call of ``label``'s side: its host time (from before the call to its return) or its GPU time."""
+        if label is None:
+            return
+        for times, value in ((self._host, host_ms), (self._gpu, gpu_ms)):
+            if value is not None:
+                times.setdefault(label, collections.deque(maxlen=LEAD_HISTORY)).append(value)
+
+    def lead_ms(self, label: str | None) -> float:
+        """The lead of a sample of ``label``'s side, ms; 0.0 where it has no history of both kinds."""
+        host, gpu = self._host.get(label), self._gpu.get(label)
+        if not host or not gpu:
+            return 0.0
+        return min(statistics.median(host), statistics.median(gpu), LEAD_MAX_MS)
 
 
 class CudaSampler:
@@ -104,7 +158,9 @@ class CudaSampler:
 
     clock = "cuda_events"
 
-    def __init__(self, device: torch.device, cold: bool, device_sync: bool, l2_multiple: float) -> None:
+    def __init__(
+        self, device: torch.device, cold: bool, device_sync: bool, l2_multiple: float, lead: bool = False
+    ) -> None:
         self.device = device
         self.flushes = cold
         self.device_sync = device_sync
@@ -117,6 +173,11 @@ class CudaSampler:
         # Per set, the event recorded right after an audited call (``close``).
         self._audit_called = [torch.cuda.Event(enable_timing=True) for _ in self._event_sets]
         self._next_set = 0
+        # The leads (``QueueLead``): their policy, the sleep's SM cycles per ms, and the last sample's end event, which
+        # tells whether the queue ran dry before the next one (done: nothing of this stream is left queued).
+        self.leads = QueueLead() if lead else None
+        self._cycles_per_ms = _sleep_cycles_per_ms(device) if lead else 0.0
+        self._last_end: torch.cuda.Event | None = None
 
     def _flush(self) -> None:
         """Evict the L2 outside the timed region (cold mode)."""
@@ -130,19 +191,42 @@ class CudaSampler:
             events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
         return events[:count]
 
-    def launch(self, fns) -> dict:
+    def launch(self, fns, labels=None) -> dict:
         """Queue one sample per function; returns at once (unless every sample is closed by a device-wide
-        synchronisation, ``sync="device"``), the GPU still working on them."""
+        synchronisation, ``sync="device"``), the GPU still working on them. ``labels``: each function's side, for
+        the leads: where this sampler leads, a sample of a side with a lead that finds the queue run dry (the last
+        sample's end event done) starts behind a GPU sleep that long, before its flush (``QueueLead``)."""
         called = self._audit_called[self._next_set]
         pairs = self._pairs(len(fns) + 1)
-        for fn, (start, end) in zip(fns, pairs):
+        labels = list(labels) if labels is not None else [None] * len(fns)
+        leads = {label: self.leads.lead_ms(label) for label in set(labels)} if self.leads else {}
+        led, slept_ms = [], 0.0
+        for index, (fn, (start, end), label) in enumerate(zip(fns, pairs, labels)):
+            lead_ms = leads.get(label, 0.0)
+            if lead_ms > 0 and (self._last_end is None or self._last_end.query()):
+                torch.cuda._sleep(max(1, int(lead_ms * self._cycles_per_ms)))
+                led.append(index)
+                slept_ms += lead_ms
             self._flush()
             start.record()
+            began = time.perf_counter_ns()
             fn()
+            if self.leads is not None:
+                self.leads.add(label, host_ms=(time.perf_counter_ns() - began) / 1e6)
             if self.device_sync:
                 torch.cuda.synchronize(self.device)  # every stream's work ends before the end event
             end.record()
-        return {"pairs": pairs, "samples": len(fns), "audited": False, "audit_called": called, "audit_sample": False}
+            self._last_end = end
+        return {
+            "pairs": pairs,
+            "samples": len(fns),
+            "audited": False,
+            "audit_called": called,
+            "audit_sample": False,
+            "labels": labels,
+            "led": led,
+            "lead_ms": slept_ms,
+        }
 
     def close(self, handle: dict, audit=None) -> None:
         """Queue the audit call behind the batch, if any, then wait until the GPU has done both.
@@ -179,6 +263,9 @@ class CudaSampler:
         """The closed batch's sample times and its audit call's, in ms."""
         pairs, count = handle["pairs"], handle["samples"]
         times = [start.elapsed_time(end) for start, end in pairs[:count]]
+        if self.leads is not None:
+            for label, elapsed in zip(handle["labels"], times):
+                self.leads.add(label, gpu_ms=elapsed)
         return times, pairs[count][0].elapsed_time(pairs[count][1]) if handle["audited"] else None
 
     def audit_sample(self, handle: dict) -> float | None:
@@ -188,8 +275,25 @@ class CudaSampler:
             return None
         return handle["pairs"][handle["samples"]][0].elapsed_time(handle["audit_called"])
 
+    def led(self, handle: dict) -> tuple[list[int], float]:
+        """The positions in the batch of the samples that started behind a lead, and the leads' sum, ms."""
+        return handle["led"], handle["lead_ms"]
+
     def span(self, handle: dict) -> float:
         """From the closed batch's first start event to its last end event, in ms, on the GPU's clock: its samples
         and what lay between them (the L2 flushes after the first, the events, any wait for the host's launches)."""
         pairs, count = handle["pairs"], handle["samples"]
         return pairs[0][0].elapsed_time(pairs[count - 1][1]) if count else 0.0
+
+
+def _sleep_cycles_per_ms(device: torch.device | None = None) -> float:
+    """The rate of ``torch.cuda._sleep`` on ``device`` (None: the current one), SM cycles per ms of its events: one
+    sleep of ``LEAD_CALIBRATION_CYCLES`` timed, after one that loads it."""
+    with torch.cuda.device(device):
+        torch.cuda._sleep(LEAD_CALIBRATION_CYCLES // 100)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda._sleep(LEAD_CALIBRATION_CYCLES)
+        end.record()
+        end.synchronize()
+    return LEAD_CALIBRATION_CYCLES / max(start.elapsed_time(end), 1e-3)

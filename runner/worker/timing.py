@@ -4,7 +4,9 @@ Each sample times one call of a zero-argument closure. Reference and candidate s
 alternate in a random order so that drift (clocks, temperature, other tenants) hits both
 sides equally. On a GPU: the L2 cache is flushed outside the timed region before every
 sample ("cold"), CUDA events bracket the call, and events are queued for a whole batch with
-one synchronisation per batch so the host never makes the GPU wait. The loop runs one batch
+one synchronisation per batch so the host never makes the GPU wait; a sample that finds the GPU's queue run dry (the
+call before it waited for the device, or its batch is the first since a synchronisation) starts behind a GPU sleep as
+long as its side takes the host to queue a call (``samplers.QueueLead``). The loop runs one batch
 ahead: the next batch is queued before the last one is read, judged and added to the noise
 estimate, so that host work (NVML, statistics) overlaps the GPU's. Sampling stops when the
 estimated relative noise of the median ratio is under the target (after a minimum count and,
@@ -107,7 +109,9 @@ def instruments(device: torch.device, settings: TimingSettings) -> Instruments:
     171 ms), 3.5 s of its 327 s, with nothing measured."""
     cuda = device.type == "cuda"
     sampler = (
-        CudaSampler(device, settings.cold, settings.sync == "device", settings.flush_l2_multiple)
+        CudaSampler(
+            device, settings.cold, settings.sync == "device", settings.flush_l2_multiple, settings.lead_dry_queue
+        )
         if cuda
         else HostSampler()
     )
@@ -173,7 +177,7 @@ def measure_pair(
     tools = tools or instruments(device, settings)
     sampler, monitor = tools.sampler, tools.monitor
     first_pair = [references[0], candidates[0]]  # other placements: the same code
-    pair_ms = warm_up(first_pair, sampler, settings.warmup_ms)
+    pair_ms = warm_up(first_pair, sampler, settings.warmup_ms, labels=_SIDES)
     sizing = {"warm_up": round(pair_ms, 6)}
     # The reading before the first batch, taken before the turn: its 2-5 ms (NVML, on the H100) then run beside the
     # last measurement's checks after timing, not in the turn. Whatever slowed the GPU from here to the first batch
@@ -187,7 +191,7 @@ def measure_pair(
         # One more round where the warm-up lies further back than it lasted, or where the batches' size hangs on it:
         # the warm-up ran beside shared work, whose time slices its round's times took in.
         if waited > max(settings.warmup_ms / 1000.0, REWARM_AFTER_S) or _sized_short(settings, pair_ms):
-            in_turn = sum(run_batch(sampler, first_pair)[0])
+            in_turn = sum(run_batch(sampler, first_pair, labels=_SIDES)[0])
             sizing["in_turn"] = round(in_turn, 6)
             pair_ms = min(pair_ms, in_turn)
     batch = batch_pairs(settings, pair_ms)
@@ -223,6 +227,11 @@ def measure_pair(
     # How long the measuring thread waited, runnable, for a core while each kept batch was in flight: from before its
     # launch to after its close (ms; ``host_cpu.py``).
     host_waits: list[float | None] = []
+    # Each kept batch's samples that started behind a lead, by their position in its order, and its leads' sum, ms: the
+    # GPU asleep ahead of them (``samplers.QueueLead``).
+    led: list[list[int]] = []
+    lead_ms: list[float] = []
+    led_count = dict.fromkeys(sides, 0)
     audits = {side: [] for side in sides}
     throttled: list[dict] = []
     cooled = 0.0
@@ -274,7 +283,7 @@ def measure_pair(
             launched_at_placement[placement] += 1
             calls = placements[placement]
             launched_at, waited_at_launch = time.time(), waited_ns()
-            handle = sampler.launch([calls[side] for side in order])
+            handle = sampler.launch([calls[side] for side in order], order)
             current = _Queued(order, audited, handle, placement, launched_at, waited_at_launch=waited_at_launch)
         elif pending is None:
             break  # stopped, or at the sample cap
@@ -334,6 +343,11 @@ def measure_pair(
             spans.append(sampler.span(pending.handle))
             host_cpus.append(current_cpu())
             host_waits.append(pending.host_wait_ms)
+            positions, slept_ms = sampler.led(pending.handle)
+            led.append(positions)
+            lead_ms.append(round(slept_ms, 6))
+            for position in positions:
+                led_count[pending.order[position]] += 1
             n = len(samples["reference"])
             noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
             if judged_count < len(placements) and min(kept_at_placement) >= JUDGED_BATCHES:
@@ -374,6 +388,7 @@ def measure_pair(
     medians = {"reference": ref.median_ms, "candidate": cand.median_ms}
     gaps, recheck, rechecked = _judged_sync_gaps(audits, medians, sampler, placements, rng, batch)
     wall = time.perf_counter() - started
+    leads = getattr(sampler, "leads", None)  # the CUDA sampler's, where it leads (samplers.QueueLead)
     kept_clocks = [c for c in clocks["reference"] if c is not None]
     spread, placement_noise = placement_spread(samples, placed, batch)
     timing = Timing(
@@ -406,6 +421,8 @@ def measure_pair(
         batch_pairs=batch,
         sizing_rounds_ms=sizing,
         audit_samples=sum(len(values) for values in audit_samples.values()),
+        led_samples=led_count if leads is not None else None,
+        lead_ms={side: round(leads.lead_ms(side), 6) for side in sides} if leads is not None else None,
     )
     raw = {
         "unit": "ms",
@@ -417,6 +434,8 @@ def measure_pair(
         "batch_span_ms": spans,
         "batch_host_cpu": host_cpus,
         "batch_host_wait_ms": host_waits,
+        "batch_led": led,
+        "batch_lead_ms": lead_ms,
         "sync_audit": audits,
         "audit_samples": audit_samples,
         "audit_sample_batch": audit_batches,
@@ -467,7 +486,7 @@ def _judged_sync_gaps(
         audited = _SIDES[(first + k) % 2]
         calls = placements[(k // 2) % len(placements)]  # each side at every placement in turn
         order = _batch_order(rng, batch)
-        _, audit_ms = run_batch(sampler, [calls[side] for side in order], calls[audited])
+        _, audit_ms = run_batch(sampler, [calls[side] for side in order], calls[audited], labels=order)
         rechecked[audited].append(audit_ms)
     recheck = {
         "why": suspicion,
