@@ -173,10 +173,13 @@ class CudaSampler:
         # Per set, the event recorded right after an audited call (``close``).
         self._audit_called = [torch.cuda.Event(enable_timing=True) for _ in self._event_sets]
         self._next_set = 0
-        # The leads (``QueueLead``): their policy, the sleep's SM cycles per ms, and the last sample's end event, which
-        # tells whether the queue ran dry before the next one (done: nothing of this stream is left queued).
+        # The leads (``QueueLead``): their policy; the sleep's SM cycles per ms, measured once here and then from every
+        # batch's leads (the SM clock it was measured at may not be the one they run at); per event set, events around
+        # each lead; and the last sample's end event, which tells whether the queue ran dry before the next one (done:
+        # nothing of this stream is left queued).
         self.leads = QueueLead() if lead else None
         self._cycles_per_ms = _sleep_cycles_per_ms(device) if lead else 0.0
+        self._lead_event_sets: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = [[], []]
         self._last_end: torch.cuda.Event | None = None
 
     def _flush(self) -> None:
@@ -197,16 +200,23 @@ class CudaSampler:
         the leads: where this sampler leads, a sample of a side with a lead that finds the queue run dry (the last
         sample's end event done) starts behind a GPU sleep that long, before its flush (``QueueLead``)."""
         called = self._audit_called[self._next_set]
+        lead_events = self._lead_event_sets[self._next_set]
         pairs = self._pairs(len(fns) + 1)
         labels = list(labels) if labels is not None else [None] * len(fns)
         leads = {label: self.leads.lead_ms(label) for label in set(labels)} if self.leads else {}
-        led, slept_ms = [], 0.0
+        led, sleeps = [], []  # the led samples' positions; each lead's cycles and events
         for index, (fn, (start, end), label) in enumerate(zip(fns, pairs, labels)):
             lead_ms = leads.get(label, 0.0)
             if lead_ms > 0 and (self._last_end is None or self._last_end.query()):
-                torch.cuda._sleep(max(1, int(lead_ms * self._cycles_per_ms)))
+                if len(lead_events) == len(sleeps):
+                    lead_events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
+                asleep, awake = lead_events[len(sleeps)]
+                cycles = max(1, int(lead_ms * self._cycles_per_ms))
+                asleep.record()
+                torch.cuda._sleep(cycles)
+                awake.record()
                 led.append(index)
-                slept_ms += lead_ms
+                sleeps.append((cycles, asleep, awake))
             self._flush()
             start.record()
             began = time.perf_counter_ns()
@@ -225,7 +235,8 @@ class CudaSampler:
             "audit_sample": False,
             "labels": labels,
             "led": led,
-            "lead_ms": slept_ms,
+            "sleeps": sleeps,
+            "lead_ms": 0.0,
         }
 
     def close(self, handle: dict, audit=None) -> None:
@@ -266,6 +277,10 @@ class CudaSampler:
         if self.leads is not None:
             for label, elapsed in zip(handle["labels"], times):
                 self.leads.add(label, gpu_ms=elapsed)
+            slept = [asleep.elapsed_time(awake) for _, asleep, awake in handle["sleeps"]]
+            handle["lead_ms"] = sum(slept)
+            if handle["lead_ms"] > 0:  # the rate the batch's leads ran at: the next batch's
+                self._cycles_per_ms = sum(cycles for cycles, _, _ in handle["sleeps"]) / handle["lead_ms"]
         return times, pairs[count][0].elapsed_time(pairs[count][1]) if handle["audited"] else None
 
     def audit_sample(self, handle: dict) -> float | None:
@@ -276,7 +291,8 @@ class CudaSampler:
         return handle["pairs"][handle["samples"]][0].elapsed_time(handle["audit_called"])
 
     def led(self, handle: dict) -> tuple[list[int], float]:
-        """The positions in the batch of the samples that started behind a lead, and the leads' sum, ms."""
+        """The positions in the batch of the samples that started behind a lead, and the leads' sum as the GPU's
+        events timed them, ms (read by ``times``)."""
         return handle["led"], handle["lead_ms"]
 
     def span(self, handle: dict) -> float:

@@ -1,0 +1,160 @@
+"""The CUDA sampler's leads (``samplers.QueueLead``, ``CudaSampler.launch``) on a simulated stream.
+
+This machine has no GPU, so ``torch.cuda``'s events, sleep and synchronisation are a test double at that boundary
+(``_SimulatedStream``, named as such): one stream whose work runs in order, each piece from when it was queued or when
+the work before it ended, whichever is later, on a host clock that only the calls move. The sampler's own code runs as
+it is; on a GPU, ``tests/test_gpu.py``'s ``test_a_sample_after_a_call_that_waits_for_the_device_is_led...`` measures the
+same thing for real.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+
+import pytest
+import torch
+
+from runner.worker import samplers
+from runner.worker.samplers import CudaSampler, run_batch
+
+
+class _SimulatedStream:
+    """Test double for one CUDA stream and the host that feeds it (no GPU here): ``host_ms`` moves only where a call
+    spends host time or waits; queued work starts at the later of its queueing and the end of the work before it.
+    ``cycles_per_ms`` is the SM clock ``torch.cuda._sleep`` counts."""
+
+    def __init__(self, cycles_per_ms: float) -> None:
+        self.host_ms = 0.0
+        self.free_at = 0.0  # when the work queued so far ends
+        self.cycles_per_ms = cycles_per_ms
+
+    def queue(self, gpu_ms: float) -> float:
+        self.free_at = max(self.free_at, self.host_ms) + gpu_ms
+        return self.free_at
+
+    def synchronize(self, device=None) -> None:
+        self.host_ms = max(self.host_ms, self.free_at)
+
+    def sleep(self, cycles: int) -> None:
+        self.queue(cycles / self.cycles_per_ms)
+
+    def event_class(self):
+        stream = self
+
+        class Event:
+            def __init__(self, enable_timing: bool = False) -> None:
+                self.at = None
+
+            def record(self) -> None:
+                self.at = stream.queue(0.0)
+
+            def query(self) -> bool:
+                return self.at is None or self.at <= stream.host_ms
+
+            def synchronize(self) -> None:
+                stream.host_ms = max(stream.host_ms, self.at)
+
+            def elapsed_time(self, end) -> float:
+                return end.at - self.at
+
+        return Event
+
+
+@pytest.fixture
+def stream(monkeypatch):
+    """The simulated stream in place of ``torch.cuda``'s (and of the sampler's host clock), at 1,980 MHz."""
+    simulated = _SimulatedStream(cycles_per_ms=1.98e6)
+    monkeypatch.setattr(torch.cuda, "Event", simulated.event_class())
+    monkeypatch.setattr(torch.cuda, "_sleep", simulated.sleep)
+    monkeypatch.setattr(torch.cuda, "synchronize", simulated.synchronize)
+    monkeypatch.setattr(torch.cuda, "device", lambda device=None: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: types.SimpleNamespace(L2_cache_size=0))
+    monkeypatch.setattr(samplers, "time", types.SimpleNamespace(perf_counter_ns=lambda: int(simulated.host_ms * 1e6)))
+    return simulated
+
+
+def _calls(stream: _SimulatedStream):
+    """A side that takes the host 1 ms to queue 2 ms of GPU work, and one that queues 2 ms and waits for them (as
+    ``torch.linalg.cholesky`` waits to check its result)."""
+
+    def host_paced():
+        stream.host_ms += 1.0
+        stream.queue(2.0)
+
+    def waits_for_the_device():
+        stream.queue(2.0)
+        stream.synchronize()
+
+    return {"candidate": host_paced, "reference": waits_for_the_device}
+
+
+def _interleaved(sampler, calls, batches: int) -> tuple[list[float], list[float], list[list[int]]]:
+    """``batches`` batches of the timing loop's kind of order (here: reference, candidate, alternating): the host-paced
+    side's samples, the waiting side's, and each batch's led positions."""
+    order = ["reference", "candidate"] * 5
+    paced, waiting, led = [], [], []
+    for _ in range(batches):
+        handle = sampler.launch([calls[side] for side in order], order)
+        sampler.close(handle)
+        times, _ = sampler.times(handle)
+        paced += [t for side, t in zip(order, times) if side == "candidate"]
+        waiting += [t for side, t in zip(order, times) if side == "reference"]
+        led.append(sampler.led(handle)[0])
+    return paced, waiting, led
+
+
+def test_after_a_call_that_waits_for_the_device_a_led_sample_takes_its_gpu_time_not_the_hosts(stream):
+    """Without leads every host-paced sample after the waiting side's finds the queue empty and takes 3 ms (its
+    host's 1 ms in it); led, it takes its 2 ms of GPU work, once the side has a host and a GPU time (its first batch
+    has none, and is not led). The waiting side's samples take 2 ms either way."""
+    calls = _calls(stream)
+    unled, unled_waiting, nothing = _interleaved(CudaSampler(torch.device("cuda"), False, False, 2.0), calls, 3)
+    assert unled == pytest.approx([3.0] * 15) and unled_waiting == pytest.approx([2.0] * 15)
+    assert nothing == [[], [], []]
+
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    paced, waiting, led = _interleaved(sampler, calls, 3)
+    assert paced[:5] == pytest.approx([3.0] * 5) and led[0] == []  # no history yet
+    assert paced[5:] == pytest.approx([2.0] * 10) and waiting == pytest.approx([2.0] * 15)
+    assert led[1] and set(led[1]) >= {1, 3, 5, 7, 9}  # every candidate sample, each after a waiting call
+    assert sampler.leads.lead_ms("candidate") == pytest.approx(1.0)
+    assert sampler.leads.lead_ms("reference") == pytest.approx(2.0)  # its host time waits out its GPU time
+
+
+def test_a_run_of_one_sides_samples_is_not_led_after_its_first(stream):
+    """A side whose calls keep the queue filled (the host 1 ms ahead of each call's 2 ms) finds it run dry only at a
+    batch's start, after the synchronisation that closed the last: that sample alone is led."""
+    calls = _calls(stream)
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    for _ in range(2):
+        run_batch(sampler, [calls["candidate"]] * 10, labels=["candidate"] * 10)
+    handle = sampler.launch([calls["candidate"]] * 10, ["candidate"] * 10)
+    sampler.close(handle)
+    times, _ = sampler.times(handle)
+    assert sampler.led(handle)[0] == [0] and times == pytest.approx([2.0] * 10)
+
+
+def test_the_sleeps_rate_is_read_again_from_every_batchs_leads(stream):
+    """``torch.cuda._sleep`` counts SM cycles: measured at an idle clock (345 MHz) the rate makes the first leads
+    5.7 times too short at 1,980 MHz; the events around each lead give the rate they ran at, and the next batch's
+    leads last as long as asked. ``led`` reports each batch's leads as the events timed them."""
+    calls = _calls(stream)
+    stream.cycles_per_ms = 0.345e6
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    stream.cycles_per_ms = 1.98e6
+    _interleaved(sampler, calls, 1)  # no leads yet: the history
+    handle = sampler.launch([calls[side] for side in ["reference", "candidate"] * 5], ["reference", "candidate"] * 5)
+    sampler.close(handle)
+    sampler.times(handle)
+    positions, slept_ms = sampler.led(handle)
+    short = slept_ms / (len(positions) or 1)
+    assert positions and short < 0.5  # each lead ~1-2 ms asked, ~0.17-0.35 ms slept
+    _interleaved(sampler, calls, 1)  # led at the rate read off the batch before
+    handle = sampler.launch([calls[side] for side in ["reference", "candidate"] * 5], ["reference", "candidate"] * 5)
+    sampler.close(handle)
+    times, _ = sampler.times(handle)
+    positions, slept_ms = sampler.led(handle)
+    asked = sum(sampler.leads.lead_ms(["reference", "candidate"][p % 2]) for p in positions)
+    assert slept_ms == pytest.approx(asked, rel=1e-5)
+    assert times[1::2] == pytest.approx([2.0] * 5)
