@@ -749,6 +749,7 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
                     timing.sm_clock_mhz,
                     samples_path(run_dir, result.eval_id),
                     preloads_not_done(result.environment),
+                    led_shares(timing),
                 )
         return out
 
@@ -765,8 +766,30 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
     moved = []
     for key in sorted(paired):
         (
-            (level, first, first_noise, first_ms, first_spread, first_ran, first_clock, first_samples, first_pre),
-            (_, second, second_noise, second_ms, second_spread, second_ran, second_clock, second_samples, second_pre),
+            (
+                level,
+                first,
+                first_noise,
+                first_ms,
+                first_spread,
+                first_ran,
+                first_clock,
+                first_samples,
+                first_pre,
+                first_led,
+            ),
+            (
+                _,
+                second,
+                second_noise,
+                second_ms,
+                second_spread,
+                second_ran,
+                second_clock,
+                second_samples,
+                second_pre,
+                second_led,
+            ),
         ) = paired[key]
         group = f"{key[0]}, {'blocks (level 3)' if level >= 3 else 'ops and fusions (levels 1-2)'}"
         delta = abs(first / second - 1)
@@ -791,6 +814,8 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
             "sm_clock_mhz": [first_clock, second_clock],
             # Whose kernels the worker could not load by capture at some shape, in either run (``preloads_not_done``).
             "preload_not_done": sorted(first_pre | second_pre),
+            # Each run's share of each side's samples that started behind a lead, in percent (``led_shares``).
+            "led_pct": [first_led, second_led],
         }
         if row["autotuning"] == "different":
             row["kernels_differing"] = kernels_differing(first_ran, second_ran)
@@ -832,6 +857,16 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
             "abs_delta_speedup": {group: _quantiles(values) for group, values in sorted(beyond_floor.items())},
         }
     return figures
+
+
+def led_shares(timing) -> dict | None:
+    """Per side, the share of its samples that started behind a lead (``samplers.QueueLead``: the GPU's queue had run
+    dry before them), in percent; None where the measurement did not lead (the host clock, ``eval.timing.lead_dry_queue``
+    off, or a run from before the fifty-eighth session)."""
+    if timing.led_samples is None:
+        return None
+    sides = {"reference": timing.reference, "candidate": timing.candidate}
+    return {side: 100 * timing.led_samples.get(side, 0) / max(summary.samples, 1) for side, summary in sides.items()}
 
 
 def preloads_not_done(environment: dict) -> set[str]:

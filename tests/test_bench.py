@@ -89,6 +89,7 @@ def test_repeat_pairs_tasks_and_reports_duty(two_passes):
         # No clock on a CPU: nothing to compare clock by clock (runner/analysis/clock_mix.py; tests/test_clock_mix.py).
         assert row["sm_clock_mhz"] == [None, None] and row["at_matched_clocks"] is None
         assert row["preload_not_done"] == []  # no capture on a CPU: none failed
+        assert row["led_pct"] == [None, None]  # the host clock leads nothing
     assert figures["preload_not_done"] == {"pairs": 0, "in_largest": 0}
     beyond = figures["beyond_noise"]
     assert beyond["z_over_2"] == sum(row["z"] > 2 for row in largest)
@@ -124,6 +125,22 @@ def test_repeat_names_the_pairs_whose_preload_capture_failed(two_passes, tmp_pat
     assert rows["gelu_tanh"]["preload_not_done"] == ["reference"]
     assert rows["leaky_relu_fp32"]["preload_not_done"] == []
     assert figures["preload_not_done"] == {"pairs": 1, "in_largest": 1}
+
+
+def test_repeat_gives_each_runs_share_of_led_samples_per_side(two_passes, tmp_path: Path):
+    """Where a run's measurement led samples (``timing.led_samples``, a GPU's queue run dry before them), its row gives
+    each side's share of its samples that were, in percent; a run that did not lead gives None."""
+    run, paths = _copy_of(two_passes[1], tmp_path)
+    results = {json.loads(path.read_text())["task_id"]: path for path in paths}
+    led = json.loads(results["gelu_tanh"].read_text())
+    samples = led["timing"]["candidate"]["samples"], led["timing"]["reference"]["samples"]
+    led["timing"]["led_samples"] = {"candidate": samples[0] // 2, "reference": 0}
+    results["gelu_tanh"].write_text(json.dumps(led))
+    rows = {row["task"]: row for row in repeat(two_passes[0], run)["largest"]}
+    first, second = rows["gelu_tanh"]["led_pct"]
+    assert first is None
+    assert second == {"candidate": pytest.approx(100 * (samples[0] // 2) / samples[0]), "reference": 0.0}
+    assert rows["leaky_relu_fp32"]["led_pct"] == [None, None]
 
 
 def _without(run_dir: Path, task_id: str, copy: Path) -> Path:
