@@ -38,6 +38,7 @@ import re
 import statistics
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 from runner.analysis.autotune import AUTOTUNING_STATES, NotACache, kernels_alike, kernels_differing, ran_configs
 from runner.analysis.autotune import compare as autotune_choices
@@ -739,21 +740,21 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
                 medians = (timing.reference.median_ms, timing.candidate.median_ms)
                 noise = math.hypot(timing.ratio_noise, timing.placement_noise or 0.0)
                 kernels = ran_configs(result.autotuning)
-                out[key] = (
-                    job["task"]["level"],
-                    timing.speedup,
-                    noise,
-                    medians,
-                    timing.placement_spread,
-                    kernels,
-                    timing.sm_clock_mhz,
-                    samples_path(run_dir, result.eval_id),
-                    preloads_not_done(result.environment),
-                    led_shares(timing),
+                out[key] = _Measured(
+                    level=job["task"]["level"],
+                    speedup=timing.speedup,
+                    noise=noise,
+                    medians_ms=medians,
+                    spread=timing.placement_spread,
+                    ran=kernels,
+                    clock=timing.sm_clock_mhz,
+                    samples=samples_path(run_dir, result.eval_id),
+                    preloads_not_done=preloads_not_done(result.environment),
+                    led=led_shares(timing),
                 )
         return out
 
-    paired: dict[tuple[str, str], tuple] = {}
+    paired: dict[tuple[str, str], tuple[_Measured, _Measured]] = {}
     for first_run, second_run in zip(runs[0::2], runs[1::2]):
         a, b = speedups(first_run), speedups(second_run)
         for key in set(a) & set(b):
@@ -765,65 +766,40 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
     samples_of: dict[tuple[str, str], tuple[Path, Path]] = {}  # each pair's samples files
     moved = []
     for key in sorted(paired):
-        (
-            (
-                level,
-                first,
-                first_noise,
-                first_ms,
-                first_spread,
-                first_ran,
-                first_clock,
-                first_samples,
-                first_pre,
-                first_led,
-            ),
-            (
-                _,
-                second,
-                second_noise,
-                second_ms,
-                second_spread,
-                second_ran,
-                second_clock,
-                second_samples,
-                second_pre,
-                second_led,
-            ),
-        ) = paired[key]
-        group = f"{key[0]}, {'blocks (level 3)' if level >= 3 else 'ops and fusions (levels 1-2)'}"
-        delta = abs(first / second - 1)
+        first, second = paired[key]
+        group = f"{key[0]}, {'blocks (level 3)' if first.level >= 3 else 'ops and fusions (levels 1-2)'}"
+        delta = abs(first.speedup / second.speedup - 1)
         deltas.setdefault(group, []).append(delta)
-        noise = math.hypot(first_noise, second_noise)
+        noise = math.hypot(first.noise, second.noise)
         row = {
             "method": key[0],
             "task": key[1],
             "group": group,
             "abs_delta_pct": 100 * delta,
-            "speedups": [first, second],
-            "noise_pct": [100 * first_noise, 100 * second_noise],
-            "placement_spread_pct": [None if s is None else 100 * s for s in (first_spread, second_spread)],
+            "speedups": [first.speedup, second.speedup],
+            "noise_pct": [100 * first.noise, 100 * second.noise],
+            "placement_spread_pct": [None if s is None else 100 * s for s in (first.spread, second.spread)],
             # Which side moved: each side's median from the first run to the second, in percent.
-            "reference_moved_pct": 100 * (second_ms[0] / first_ms[0] - 1),
-            "candidate_moved_pct": 100 * (second_ms[1] / first_ms[1] - 1),
+            "reference_moved_pct": 100 * (second.medians_ms[0] / first.medians_ms[0] - 1),
+            "candidate_moved_pct": 100 * (second.medians_ms[1] / first.medians_ms[1] - 1),
             "z": delta / noise if noise > 0 else math.inf,
             # Whether both runs' candidates ran their kernels with the same configs (AUTOTUNING_STATES); where they
             # did not, which kernels differed.
-            "autotuning": kernels_alike(first_ran, second_ran),
+            "autotuning": kernels_alike(first.ran, second.ran),
             # Each run's median SM clock over its kept batches.
-            "sm_clock_mhz": [first_clock, second_clock],
+            "sm_clock_mhz": [first.clock, second.clock],
             # Whose kernels the worker could not load by capture at some shape, in either run (``preloads_not_done``).
-            "preload_not_done": sorted(first_pre | second_pre),
+            "preload_not_done": sorted(first.preloads_not_done | second.preloads_not_done),
             # Each run's share of each side's samples that started behind a lead, in percent (``led_shares``).
-            "led_pct": [first_led, second_led],
+            "led_pct": [first.led, second.led],
         }
         if row["autotuning"] == "different":
-            row["kernels_differing"] = kernels_differing(first_ran, second_ran)
+            row["kernels_differing"] = kernels_differing(first.ran, second.ran)
         if floors:
             row["process_floor_pct"] = floor = floor_of.get(key)
             beyond_floor.setdefault(group, []).append(max(0.0, delta - (floor or 0.0) / 100))
         moved.append(row)
-        samples_of[key] = (first_samples, second_samples)
+        samples_of[key] = (first.samples, second.samples)
     beyond = [row for row in moved if row["z"] > 2]
     largest = sorted(moved, key=lambda row: -row["abs_delta_pct"])[:_LARGEST]
     for row in largest:  # whether the clocks explain the move (runner/analysis/clock_mix.py): their samples read
@@ -857,6 +833,21 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
             "abs_delta_speedup": {group: _quantiles(values) for group, values in sorted(beyond_floor.items())},
         }
     return figures
+
+
+class _Measured(NamedTuple):
+    """One task and method's measurement in one run, as ``repeat`` compares it with the other run's."""
+
+    level: int
+    speedup: float
+    noise: float  # the ratio noise and the placements' standard error together
+    medians_ms: tuple[float, float]  # reference, candidate
+    spread: float | None  # the placements' spread
+    ran: object  # the autotuned kernels' configs (``ran_configs``)
+    clock: float | None  # median SM clock
+    samples: Path
+    preloads_not_done: set[str]
+    led: dict | None  # ``led_shares``
 
 
 def led_shares(timing) -> dict | None:

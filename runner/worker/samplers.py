@@ -204,7 +204,7 @@ class CudaSampler:
         pairs = self._pairs(len(fns) + 1)
         labels = list(labels) if labels is not None else [None] * len(fns)
         leads = {label: self.leads.lead_ms(label) for label in set(labels)} if self.leads else {}
-        led, sleeps = [], []  # the led samples' positions; each lead's cycles and events
+        sleeps = []  # each lead: its sample's position in the batch, its cycles, its events
         for index, (fn, (start, end), label) in enumerate(zip(fns, pairs, labels)):
             lead_ms = leads.get(label, 0.0)
             if lead_ms > 0 and (self._last_end is None or self._last_end.query()):
@@ -215,8 +215,7 @@ class CudaSampler:
                 asleep.record()
                 torch.cuda._sleep(cycles)
                 awake.record()
-                led.append(index)
-                sleeps.append((cycles, asleep, awake))
+                sleeps.append((index, cycles, asleep, awake))
             self._flush()
             start.record()
             began = time.perf_counter_ns()
@@ -234,7 +233,6 @@ class CudaSampler:
             "audit_called": called,
             "audit_sample": False,
             "labels": labels,
-            "led": led,
             "sleeps": sleeps,
             "lead_ms": 0.0,
         }
@@ -277,10 +275,9 @@ class CudaSampler:
         if self.leads is not None:
             for label, elapsed in zip(handle["labels"], times):
                 self.leads.add(label, gpu_ms=elapsed)
-            slept = [asleep.elapsed_time(awake) for _, asleep, awake in handle["sleeps"]]
-            handle["lead_ms"] = sum(slept)
+            handle["lead_ms"] = sum(asleep.elapsed_time(awake) for _, _, asleep, awake in handle["sleeps"])
             if handle["lead_ms"] > 0:  # the rate the batch's leads ran at: the next batch's
-                self._cycles_per_ms = sum(cycles for cycles, _, _ in handle["sleeps"]) / handle["lead_ms"]
+                self._cycles_per_ms = sum(cycles for _, cycles, _, _ in handle["sleeps"]) / handle["lead_ms"]
         return times, pairs[count][0].elapsed_time(pairs[count][1]) if handle["audited"] else None
 
     def audit_sample(self, handle: dict) -> float | None:
@@ -293,7 +290,7 @@ class CudaSampler:
     def led(self, handle: dict) -> tuple[list[int], float]:
         """The positions in the batch of the samples that started behind a lead, and the leads' sum as the GPU's
         events timed them, ms (read by ``times``)."""
-        return handle["led"], handle["lead_ms"]
+        return [index for index, _, _, _ in handle["sleeps"]], handle["lead_ms"]
 
     def span(self, handle: dict) -> float:
         """From the closed batch's first start event to its last end event, in ms, on the GPU's clock: its samples
