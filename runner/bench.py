@@ -541,7 +541,7 @@ def batches_rest_parts(sampled: list) -> dict | None:
 
 
 def lead_seconds(sampled: list) -> float | None:
-    """Seconds the GPU slept ahead of the samples that found its queue run dry (``batch_lead_ms`` in ``samples.json``,
+    """Seconds the GPU slept ahead of the samples that found its queue short (``batch_lead_ms`` in ``samples.json``,
     ``samplers.QueueLead``), all turns together: part of ``batches_rest``, between the samples or before a batch's
     first. None where no samples file records them (runs from before the fifty-eighth session). ``sampled``: from
     ``_turns_sampled``."""
@@ -851,9 +851,9 @@ class _Measured(NamedTuple):
 
 
 def led_shares(timing) -> dict | None:
-    """Per side, the share of its samples that started behind a lead (``samplers.QueueLead``: the GPU's queue had run
-    dry before them), in percent; None where the measurement did not lead (the host clock, ``eval.timing.lead_dry_queue``
-    off, or a run from before the fifty-eighth session)."""
+    """Per side, the share of its samples that started behind a lead (``samplers.QueueLead``: the GPU's queue held less
+    than their host time), in percent; None where the measurement did not lead (the host clock,
+    ``eval.timing.lead_dry_queue`` off, or a run from before the fifty-eighth session)."""
     if timing.led_samples is None:
         return None
     sides = {"reference": timing.reference, "candidate": timing.candidate}

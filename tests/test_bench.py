@@ -128,7 +128,7 @@ def test_repeat_names_the_pairs_whose_preload_capture_failed(two_passes, tmp_pat
 
 
 def test_repeat_gives_each_runs_share_of_led_samples_per_side(two_passes, tmp_path: Path):
-    """Where a run's measurement led samples (``timing.led_samples``, a GPU's queue run dry before them), its row gives
+    """Where a run's measurement led samples (``timing.led_samples``, a GPU's queue short before them), its row gives
     each side's share of its samples that were, in percent; a run that did not lead gives None."""
     run, paths = _copy_of(two_passes[1], tmp_path)
     results = {json.loads(path.read_text())["task_id"]: path for path in paths}

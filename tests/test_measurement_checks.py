@@ -834,9 +834,9 @@ def test_a_candidate_honest_only_after_a_synchronisation_is_flagged_by_the_reche
 
 
 def test_a_sides_lead_is_its_host_time_at_most_its_gpu_time_and_none_before_it_has_both():
-    """``QueueLead``: a side is led (where its sample finds the GPU's queue run dry) for as long as its host takes to
-    queue a call, the median of its last calls, but never longer than its call runs on the GPU nor ``LEAD_MAX_MS``;
-    a side without times of both kinds, or a call of no side, gets none."""
+    """``QueueLead``: a side's sample needs as much work queued ahead of it (else it is led by the difference) as its
+    host takes to queue a call, the median of its last calls, but never more than its call runs on the GPU nor
+    ``LEAD_MAX_MS``; a side without times of both kinds, or a call of no side, gets none."""
     from runner.worker.samplers import LEAD_HISTORY, LEAD_MAX_MS, QueueLead
 
     leads = QueueLead()

@@ -5,9 +5,9 @@ the synchronisation after which the batch is done) and reads its times (``times`
 time where it counts as a sample (``audit_sample``) and its span, from the first sample's start to the last
 one's end (``span``), so the timing loop (``timing.py``) can queue the next batch before it reads the last.
 The CUDA sampler flushes the L2 outside the timed region before every sample in cold mode, and where it leads
-(``lead``), a sample that finds the GPU's queue run dry starts behind a GPU sleep as long as its side takes the host
-to queue (``QueueLead``). ``warm_up`` runs a closure before its measurement. This module decides nothing about when to
-stop or what to keep.
+(``lead``), a sample that finds less work queued ahead of it than its side takes the host to queue starts behind a GPU
+sleep that makes up the difference (``QueueLead``, ``QueuedWork``). ``warm_up`` runs a closure before its
+measurement. This module decides nothing about when to stop or what to keep.
 """
 
 from __future__ import annotations
@@ -111,6 +111,8 @@ class HostSampler:
 # A lead is at most this long (ms), whatever the side's host time: a call that waits for the device inside (its host time
 # is then its GPU time, or more) is not led for longer than it runs, nor anything for longer than this.
 LEAD_MAX_MS = 5.0
+# A lead shorter than this (ms) is not queued: launching the sleep takes about as long as it would hide.
+LEAD_MIN_MS = 0.01
 # Each side's lead is the median of its last this many calls' host and GPU times.
 LEAD_HISTORY = 64
 # The GPU sleep the lead's rate is read from (``torch.cuda._sleep`` counts SM clock cycles): about 1 ms.
@@ -118,19 +120,21 @@ LEAD_CALIBRATION_CYCLES = 2_000_000
 
 
 class QueueLead:
-    """How long a sample of each side is led where it finds the GPU's queue run dry: its side's host time to queue
-    one call (median of the last ``LEAD_HISTORY``), at most its GPU time (same median) and ``LEAD_MAX_MS``; none until
-    the side has both.
+    """How much work a sample of each side needs queued ahead of it on the GPU: its side's host time to queue one call
+    (median of the last ``LEAD_HISTORY``), at most its GPU time (same median) and ``LEAD_MAX_MS``; none until the side
+    has both. Where less is queued (``QueuedWork``), the sample starts behind a GPU sleep that makes up the difference.
 
     Why: a call whose host work takes about as long as its GPU work (a batched potrf's many launches, say) runs at
-    the GPU's pace where work is queued ahead of it, and at the host's where the queue is empty, its events then
-    timing the host's launches too. Samples of one side in a row keep the queue filled; in the timing loop's
+    the GPU's pace where work is queued ahead of it, and at the host's where the queue is empty or short, its events
+    then timing the host's launches too. Samples of one side in a row keep the queue filled; in the timing loop's
     interleaved order a call that waits for the device inside (``torch.linalg.cholesky`` and ``torch.linalg.solve``
-    check their results on the host) empties it before the other side's next sample. torch_compile's candidate
-    (which checks on the device) ran cholesky_spd_blocks_fp32 at 3.68-3.69 ms in runs of its own samples and at
-    3.74-3.95 ms interleaved with the eager reference, the speedup 1.01-1.04 against 0.97-0.99 (BENCHMARKS.md,
-    fifty-eighth session). With the lead, such a sample starts with its call queued ahead of the GPU, as it does
-    after a sample of its own side, whichever side came before."""
+    check their results on the host) empties it before the other side's next sample, and a short call queued ahead
+    of a slow-to-launch one holds less than its launches take. torch_compile's candidate (which checks on the device)
+    ran cholesky_spd_blocks_fp32 at 3.68-3.69 ms in runs of its own samples and at 3.74-3.95 ms interleaved with the
+    eager reference (BENCHMARKS.md, fifty-eighth session); sort_moe_expert_ids_stable_int32's candidate (0.23 ms on the
+    GPU), its host slowed by the compiles beside a cold pass, took 0.33 ms (median) behind a reference sample still
+    running and 0.23 ms only behind a lead (fifty-ninth session). With the lead, such a sample starts with its call queued
+    ahead of the GPU, as it does after a sample of its own side, whichever side came before."""
 
     def __init__(self) -> None:
         self._host: dict[str, collections.deque] = {}
@@ -144,12 +148,54 @@ class QueueLead:
             if value is not None:
                 times.setdefault(label, collections.deque(maxlen=LEAD_HISTORY)).append(value)
 
+    def gpu_ms(self, label: str | None) -> float:
+        """The GPU time of a call of ``label``'s side (median of the last ``LEAD_HISTORY``), ms; 0.0 without one."""
+        gpu = self._gpu.get(label)
+        return statistics.median(gpu) if gpu else 0.0
+
     def lead_ms(self, label: str | None) -> float:
-        """The lead of a sample of ``label``'s side, ms; 0.0 where it has no history of both kinds."""
+        """The work a sample of ``label``'s side needs queued ahead of it, ms; 0.0 where it has no history of both
+        kinds."""
         host, gpu = self._host.get(label), self._gpu.get(label)
         if not host or not gpu:
             return 0.0
         return min(statistics.median(host), statistics.median(gpu), LEAD_MAX_MS)
+
+
+class QueuedWork:
+    """The samples queued on the GPU and not known to be done, each with its end event, when the host began queueing
+    it and its GPU time as expected (its lead and its side's ``QueueLead.gpu_ms``), and how much of that work lies
+    ahead of the next sample at least.
+
+    The oldest one not done may have run for as long as it has been queued, so only what its expected time leaves of
+    that counts; every later one's expected time counts whole (none can have started). An end event the GPU has
+    passed is dropped, the oldest first. A call that waited for the device inside leaves nothing ahead however soon
+    its end event is asked: its host time already covered its GPU time, whether or not the GPU has got to the
+    event yet (it does so microseconds after the host records it)."""
+
+    def __init__(self) -> None:
+        self._samples: collections.deque = collections.deque()  # (end event, queued at ns, expected ms)
+        self._expected_ms = 0.0  # their expected times' sum
+
+    def add(self, end, queued_at_ns: int, expected_ms: float) -> None:
+        self._samples.append((end, queued_at_ns, expected_ms))
+        self._expected_ms += expected_ms
+
+    def ahead_ms(self, now_ns: int) -> float:
+        """The work still queued at ``now_ns`` at least, ms."""
+        samples = self._samples
+        while samples and samples[0][0].query():
+            self._expected_ms -= samples.popleft()[2]
+        if not samples:
+            self._expected_ms = 0.0
+            return 0.0
+        _, queued_at_ns, oldest_ms = samples[0]
+        return self._expected_ms - oldest_ms + max(0.0, oldest_ms - (now_ns - queued_at_ns) / 1e6)
+
+    def clear(self) -> None:
+        """Everything queued is done (after a synchronisation)."""
+        self._samples.clear()
+        self._expected_ms = 0.0
 
 
 class CudaSampler:
@@ -175,12 +221,11 @@ class CudaSampler:
         self._next_set = 0
         # The leads (``QueueLead``): their policy; the sleep's SM cycles per ms, measured once here and then from every
         # batch's leads (the SM clock it was measured at may not be the one they run at); per event set, events around
-        # each lead; and the last sample's end event, which tells whether the queue ran dry before the next one (done:
-        # nothing of this stream is left queued).
+        # each lead; and the samples queued and not known to be done, which tell how much work lies ahead of the next.
         self.leads = QueueLead() if lead else None
         self._cycles_per_ms = _sleep_cycles_per_ms(device) if lead else 0.0
         self._lead_event_sets: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = [[], []]
-        self._last_end: torch.cuda.Event | None = None
+        self._queued = QueuedWork()
 
     def _flush(self) -> None:
         """Evict the L2 outside the timed region (cold mode)."""
@@ -197,17 +242,22 @@ class CudaSampler:
     def launch(self, fns, labels=None) -> dict:
         """Queue one sample per function; returns at once (unless every sample is closed by a device-wide
         synchronisation, ``sync="device"``), the GPU still working on them. ``labels``: each function's side, for
-        the leads: where this sampler leads, a sample of a side with a lead that finds the queue run dry (the last
-        sample's end event done) starts behind a GPU sleep that long, before its flush (``QueueLead``)."""
+        the leads: where this sampler leads, a sample of a side with a lead that finds less work than that queued
+        ahead of it (``QueuedWork``) starts behind a GPU sleep that makes up the difference, before its flush
+        (``QueueLead``)."""
         called = self._audit_called[self._next_set]
         lead_events = self._lead_event_sets[self._next_set]
         pairs = self._pairs(len(fns) + 1)
         labels = list(labels) if labels is not None else [None] * len(fns)
         leads = {label: self.leads.lead_ms(label) for label in set(labels)} if self.leads else {}
+        expected = {label: self.leads.gpu_ms(label) for label in set(labels)} if self.leads else {}
         sleeps = []  # each lead: its sample's position in the batch, its cycles, its events
         for index, (fn, (start, end), label) in enumerate(zip(fns, pairs, labels)):
+            queued_at = time.perf_counter_ns()
             lead_ms = leads.get(label, 0.0)
-            if lead_ms > 0 and (self._last_end is None or self._last_end.query()):
+            if lead_ms > 0:
+                lead_ms -= self._queued.ahead_ms(queued_at)
+            if lead_ms >= LEAD_MIN_MS:
                 if len(lead_events) == len(sleeps):
                     lead_events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
                 asleep, awake = lead_events[len(sleeps)]
@@ -216,6 +266,8 @@ class CudaSampler:
                 torch.cuda._sleep(cycles)
                 awake.record()
                 sleeps.append((index, cycles, asleep, awake))
+            else:
+                lead_ms = 0.0
             self._flush()
             start.record()
             began = time.perf_counter_ns()
@@ -225,7 +277,8 @@ class CudaSampler:
             if self.device_sync:
                 torch.cuda.synchronize(self.device)  # every stream's work ends before the end event
             end.record()
-            self._last_end = end
+            if self.leads is not None:
+                self._queued.add(end, queued_at, lead_ms + expected.get(label, 0.0))
         return {
             "pairs": pairs,
             "samples": len(fns),
@@ -267,6 +320,7 @@ class CudaSampler:
             end.record()
             handle["audited"] = True
         torch.cuda.synchronize(self.device)
+        self._queued.clear()
 
     def times(self, handle: dict) -> tuple[list[float], float | None]:
         """The closed batch's sample times and its audit call's, in ms."""

@@ -4,9 +4,10 @@ Each sample times one call of a zero-argument closure. Reference and candidate s
 alternate in a random order so that drift (clocks, temperature, other tenants) hits both
 sides equally. On a GPU: the L2 cache is flushed outside the timed region before every
 sample ("cold"), CUDA events bracket the call, and events are queued for a whole batch with
-one synchronisation per batch so the host never makes the GPU wait; a sample that finds the GPU's queue run dry (the
-call before it waited for the device, or its batch is the first since a synchronisation) starts behind a GPU sleep as
-long as its side takes the host to queue a call (``samplers.QueueLead``). The loop runs one batch
+one synchronisation per batch so the host never makes the GPU wait; a sample that finds less work queued ahead of it
+than its side takes the host to queue a call (the call before it waited for the device, its batch is the first since a
+synchronisation, or a quick call before a slow one) starts behind a GPU sleep that makes up the difference
+(``samplers.QueueLead``, ``samplers.QueuedWork``). The loop runs one batch
 ahead: the next batch is queued before the last one is read, judged and added to the noise
 estimate, so that host work (NVML, statistics) overlaps the GPU's. Sampling stops when the
 estimated relative noise of the median ratio is under the target (after a minimum count and,
