@@ -10,6 +10,8 @@
   (logged timing loops) that overlap in time. The per-GPU lock promises zero.
 - ``disturbed RUN``: the timed batches something slowed, and whether another worker's CUDA context
   was being made or torn down meanwhile, or a compile warm-up's (``runner/analysis/disturbances.py``).
+- ``paced RUN``: the sides whose samples took longer behind the other side's than their queued pace (led, or
+  behind their own side): the host's launches in them (``runner/analysis/host_pace.py``).
 - ``processes [--processes N] [--method M] [--hold-fraction F] TASK_OR_CATEGORY...``: each task's reference and
   method M's candidate timed in N fresh processes, each holding its share of F of the GPU's free memory first: how
   far apart the processes' speedups (and each side's medians) lie against one speedup's noise
@@ -44,6 +46,7 @@ from runner.analysis.autotune import AUTOTUNING_STATES, NotACache, kernels_alike
 from runner.analysis.autotune import compare as autotune_choices
 from runner.analysis.clock_mix import moved_at_matched_clocks, read_samples
 from runner.analysis.disturbances import disturbances
+from runner.analysis.host_pace import host_pace
 from runner.analysis.records import job_results, samples_path
 from runner.gpu.memory_admission import GIB
 from runner.intervals import union_seconds
@@ -1065,6 +1068,7 @@ def main(argv: list[str]) -> int:
         "duty": duty,
         "accuracy": _accuracy,
         "disturbed": disturbances,
+        "paced": host_pace,
         "autotune": autotune_choices,
     }
     if not argv or argv[0] not in commands:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from runner.analysis.disturbances import EXIT_WINDOW_S, HOST_WAIT_MIN_MS, WHEN_BIN_S, WHEN_BINS, disturbances
+from runner.analysis.host_pace import MIN_SAMPLES, host_pace
 from runner.analysis.records import job_results
 from runner.bench import NOT_IN_A_SLOT, SLOT_STATES, duty, ncu, overlap, repeat
 from runner.methods import METHODS
@@ -505,6 +506,53 @@ def test_disturbed_batches_are_found_and_checked_against_other_workers_device_wo
     paths[0].write_text(json.dumps(results[0]))
     paths[1].write_text(json.dumps(results[1]))
     assert disturbances(run)["near"]["cuda_context"]["all"] == 0
+
+
+def test_paced_sides_are_those_slower_behind_the_other_sides_samples(two_passes, tmp_path: Path):
+    """A real run's first evaluation with its samples planted: the candidate's unled samples behind a reference
+    sample 30% slow, every other sample (its led ones, those behind its own side, each batch's first, the
+    reference's) at 1.0; every other candidate sample behind a reference one marked led. The candidate is the one
+    side paced, by 30%; a samples file from before the leads were recorded is counted unreadable, not judged."""
+    run, paths = _copy_of(two_passes[0], tmp_path)
+    samples_file = paths[0].with_name("samples.json")
+    raw = json.loads(samples_file.read_text())
+    order, batches = raw["order"], len(raw["batch_window"])
+    size = len(order) // batches
+    assert size * batches == len(order) and batches >= 2
+    values = {"reference": [], "candidate": []}
+    led, behind = [[] for _ in range(batches)], {"led": 0, "behind_other": 0, "behind_own": 0}
+    for index, side in enumerate(order):
+        batch, position = divmod(index, size)
+        value = 1.0
+        if side == "candidate" and position and order[index - 1] == "reference":
+            if behind["behind_other"] > behind["led"]:
+                led[batch].append(position)
+                behind["led"] += 1
+            else:
+                value = 1.3
+                behind["behind_other"] += 1
+        elif side == "candidate" and position:
+            behind["behind_own"] += 1
+        values[side].append(value)
+    assert min(behind.values()) >= MIN_SAMPLES, behind  # enough of each group to be judged
+    raw.update(values, batch_led=led)
+    samples_file.write_text(json.dumps(raw))
+    other = paths[1].with_name("samples.json")
+    old = json.loads(other.read_text())
+    old.pop("batch_led")
+    other.write_text(json.dumps(old))
+
+    found = host_pace(run)
+    assert found["evaluations_unreadable"] == 1 and found["sides_checked"] == 2 and found["paced"] == 1
+    (row,) = found["largest"]
+    assert (row["side"], row["eval_id"]) == ("candidate", paths[0].parent.parent.name)
+    assert row["excess_pct"] == pytest.approx(30.0) and row["queued_ms"] == 1.0
+    assert row["median_ms"]["behind_other"] == 1.3 and row["samples"]["led"] == behind["led"]
+    assert found["led_pct"] == pytest.approx(100 * behind["led"] / len(order))
+    # Every candidate sample as slow, led or behind its own side too: its pace is its own, no side paced.
+    raw["candidate"] = [1.3] * len(raw["candidate"])
+    samples_file.write_text(json.dumps(raw))
+    assert host_pace(run)["paced"] == 0
 
 
 def test_disturbed_batches_are_counted_by_time_in_their_turn_and_since_another_workers_exit(two_passes, tmp_path: Path):

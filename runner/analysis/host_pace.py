@@ -1,0 +1,102 @@
+"""The host's pace in a run's samples: which sides took longer where the GPU's queue may have run short before them.
+
+``python -m runner.bench paced RUN_DIR``. A sample's events time the host's launches too where less work is queued
+ahead of it than its call takes the host to queue (``samplers.QueueLead``). The timing loop interleaves the two sides,
+so each side's samples come behind one of its own or one of the other side's, led or not (``batch_led`` in
+``samples.json``). Per evaluation and side, the samples are grouped so, each batch's first apart (it follows a
+synchronisation); the side's queued pace is the least of the medians of its led samples and of its unled ones behind
+its own side, and a side is paced where its unled samples behind the other side take ``PACED_EXCESS`` or more longer.
+In a cold torch_compile pass on the H200 sort_moe_expert_ids_stable_int32's candidate took 0.330 ms behind a reference
+sample against 0.228 led, 45% more; cholesky's took 3.729 ms behind a reference that had synchronised against 3.682
+led (BENCHMARKS.md, fifty-ninth session). A group of fewer than ``MIN_SAMPLES`` samples is not judged.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from runner.analysis.records import job_results, samples_path
+
+PACED_EXCESS = 0.01
+MIN_SAMPLES = 8
+_SIDES = ("reference", "candidate")
+_LISTED = 20
+
+
+def sample_groups(raw: dict) -> dict[str, dict[str, list[float]]] | None:
+    """Per side, its samples by where they stood: ``first`` in a batch, ``led``, or unled ``behind_own`` or
+    ``behind_other`` side; None where the file does not say which were led (runs from before the fifty-eighth
+    session) or its batches are not of one size."""
+    led, order = raw.get("batch_led"), raw.get("order") or []
+    if led is None or not led or len(order) % len(led):
+        return None
+    size = len(order) // len(led)
+    taken = dict.fromkeys(_SIDES, 0)
+    groups = {side: {"first": [], "led": [], "behind_own": [], "behind_other": []} for side in _SIDES}
+    for batch, positions in enumerate(led):
+        positions = set(positions)
+        for position in range(size):
+            side = order[batch * size + position]
+            value = raw[side][taken[side]]
+            taken[side] += 1
+            if position == 0:
+                group = "first"
+            elif position in positions:
+                group = "led"
+            elif order[batch * size + position - 1] == side:
+                group = "behind_own"
+            else:
+                group = "behind_other"
+            groups[side][group].append(value)
+    return groups
+
+
+def side_pace(groups: dict[str, list[float]]) -> dict | None:
+    """One side's groups' medians (ms) and sizes, and its excess behind the other side over its queued pace, in
+    percent; None where its unled samples behind the other side, or both of the groups its pace is read from, number
+    fewer than ``MIN_SAMPLES``."""
+    medians = {name: statistics.median(values) for name, values in groups.items() if len(values) >= MIN_SAMPLES}
+    queued = [medians[name] for name in ("led", "behind_own") if name in medians]
+    if "behind_other" not in medians or not queued:
+        return None
+    return {
+        "median_ms": medians,
+        "samples": {name: len(values) for name, values in groups.items()},
+        "queued_ms": min(queued),
+        "excess_pct": 100 * (medians["behind_other"] / min(queued) - 1),
+    }
+
+
+def host_pace(run_dir: Path) -> dict:
+    """The run's sides checked, those paced (``PACED_EXCESS`` or more behind the other side), the largest listed,
+    and the share of all samples led."""
+    checked, unreadable, samples, led_samples, paced = 0, 0, 0, 0, []
+    for _, result in job_results(run_dir):
+        path = samples_path(run_dir, result.eval_id)
+        if not result.timing or not path.exists():
+            continue
+        groups = sample_groups(json.loads(path.read_text()))
+        if groups is None:
+            unreadable += 1
+            continue
+        for side in _SIDES:
+            samples += sum(len(values) for values in groups[side].values())
+            led_samples += len(groups[side]["led"])
+            pace = side_pace(groups[side])
+            if pace is None:
+                continue
+            checked += 1
+            if pace["excess_pct"] >= 100 * PACED_EXCESS:
+                paced.append({"task": result.task_id, "eval_id": result.eval_id, "side": side, **pace})
+    paced.sort(key=lambda row: -row["excess_pct"])
+    return {
+        "run": str(run_dir),
+        "sides_checked": checked,
+        "evaluations_unreadable": unreadable,
+        "paced": len(paced),
+        "paced_excess_pct": 100 * PACED_EXCESS,
+        "led_pct": 100 * led_samples / samples if samples else None,
+        "largest": paced[:_LISTED],
+    }
