@@ -11,7 +11,7 @@
 - ``disturbed RUN``: the timed batches something slowed, and whether another worker's CUDA context
   was being made or torn down meanwhile, or a compile warm-up's (``runner/analysis/disturbances.py``).
 - ``paced RUN``: the sides whose samples took longer behind the other side's than their queued pace (led, or
-  behind their own side): the host's launches in them (``runner/analysis/host_pace.py``).
+  behind their own side): the host's launches in them, or another order effect (``runner/analysis/host_pace.py``).
 - ``processes [--processes N] [--method M] [--hold-fraction F] TASK_OR_CATEGORY...``: each task's reference and
   method M's candidate timed in N fresh processes, each holding its share of F of the GPU's free memory first: how
   far apart the processes' speedups (and each side's medians) lie against one speedup's noise

@@ -548,6 +548,8 @@ def test_paced_sides_are_those_slower_behind_the_other_sides_samples(two_passes,
     assert (row["side"], row["eval_id"]) == ("candidate", paths[0].parent.parent.name)
     assert row["excess_pct"] == pytest.approx(30.0) and row["queued_ms"] == 1.0
     assert row["median_ms"]["behind_other"] == 1.3 and row["samples"]["led"] == behind["led"]
+    reference_ms = json.loads(paths[0].read_text())["timing"]["reference"]["median_ms"]
+    assert row["other_side_median_ms"] == reference_ms and row["lead_ms"] is None  # the host clock does not lead
     assert found["led_pct"] == pytest.approx(100 * behind["led"] / len(order))
     # Every candidate sample as slow, led or behind its own side too: its pace is its own, no side paced.
     raw["candidate"] = [1.3] * len(raw["candidate"])

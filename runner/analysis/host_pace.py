@@ -1,4 +1,4 @@
-"""The host's pace in a run's samples: which sides took longer where the GPU's queue may have run short before them.
+"""Order effects in a run's samples: which sides took longer behind the other side's samples than behind their own.
 
 ``python -m runner.bench paced RUN_DIR``. A sample's events time the host's launches too where less work is queued
 ahead of it than its call takes the host to queue (``samplers.QueueLead``). The timing loop interleaves the two sides,
@@ -8,7 +8,11 @@ synchronisation); the side's queued pace is the least of the medians of its led 
 its own side, and a side is paced where its unled samples behind the other side take ``PACED_EXCESS`` or more longer.
 In a cold torch_compile pass on the H200 sort_moe_expert_ids_stable_int32's candidate took 0.330 ms behind a reference
 sample against 0.228 led, 45% more; cholesky's took 3.729 ms behind a reference that had synchronised against 3.682
-led (BENCHMARKS.md, fifty-ninth session). A group of fewer than ``MIN_SAMPLES`` samples is not judged.
+led: the host's launches in them. Not every such excess is the host's: label_smoothed_cross_entropy_fp32's eager
+reference took 1.166 ms behind the candidate's 0.48 ms samples and 1.104 behind its own, 5.5% more in both passes,
+though its host queues a call in 0.14 ms (BENCHMARKS.md, fifty-ninth session). Each paced side's row has its lead at
+the end (``timing.lead_ms``: its host time to queue a call, at most its GPU time) and the other side's median, to
+tell the two apart. A group of fewer than ``MIN_SAMPLES`` samples is not judged.
 """
 
 from __future__ import annotations
@@ -89,7 +93,10 @@ def host_pace(run_dir: Path) -> dict:
                 continue
             checked += 1
             if pace["excess_pct"] >= 100 * PACED_EXCESS:
-                paced.append({"task": result.task_id, "eval_id": result.eval_id, "side": side, **pace})
+                other = getattr(result.timing, _SIDES[1 - _SIDES.index(side)])
+                lead = (result.timing.lead_ms or {}).get(side)
+                row = {"task": result.task_id, "eval_id": result.eval_id, "side": side, **pace}
+                paced.append({**row, "lead_ms": lead, "other_side_median_ms": other.median_ms})
     paced.sort(key=lambda row: -row["excess_pct"])
     return {
         "run": str(run_dir),
