@@ -133,8 +133,8 @@ class QueueLead:
     ran cholesky_spd_blocks_fp32 at 3.68-3.69 ms in runs of its own samples and at 3.74-3.95 ms interleaved with the
     eager reference (BENCHMARKS.md, fifty-eighth session); sort_moe_expert_ids_stable_int32's candidate (0.23 ms on the
     GPU), its host slowed by the compiles beside a cold pass, took 0.33 ms (median) behind a reference sample still
-    running and 0.23 ms only behind a lead (fifty-ninth session). With the lead, such a sample starts with its call queued
-    ahead of the GPU, as it does after a sample of its own side, whichever side came before."""
+    running and 0.23 ms only behind a lead (fifty-ninth session). With the lead, such a sample starts with its call
+    queued ahead of the GPU, as it does after a sample of its own side, whichever side came before."""
 
     def __init__(self) -> None:
         self._host: dict[str, collections.deque] = {}
@@ -165,12 +165,12 @@ class QueueLead:
 class QueuedWork:
     """The samples queued on the GPU and not known to be done, each with its end event, when the host began queueing
     it and its GPU time as expected (its lead and its side's ``QueueLead.gpu_ms``), and how much of that work lies
-    ahead of the next sample at least.
+    ahead of the next sample.
 
     The oldest one not done may have run for as long as it has been queued, so only what its expected time leaves of
-    that counts; every later one's expected time counts whole (none can have started). An end event the GPU has
-    passed is dropped, the oldest first. A call that waited for the device inside leaves nothing ahead however soon
-    its end event is asked: its host time already covered its GPU time, whether or not the GPU has got to the
+    that counts (its least); every later one's expected time counts whole (none can have started). An end event the
+    GPU has passed is dropped, the oldest first. A call that waited for the device inside leaves nothing ahead however
+    soon its end event is asked: its host time already covered its GPU time, whether or not the GPU has got to the
     event yet (it does so microseconds after the host records it)."""
 
     def __init__(self) -> None:
@@ -182,7 +182,8 @@ class QueuedWork:
         self._expected_ms += expected_ms
 
     def ahead_ms(self, now_ns: int) -> float:
-        """The work still queued at ``now_ns`` at least, ms."""
+        """The work still queued at ``now_ns``, ms: the later samples' expected times, and the least of the oldest's
+        that is left."""
         samples = self._samples
         while samples and samples[0][0].query():
             self._expected_ms -= samples.popleft()[2]
