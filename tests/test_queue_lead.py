@@ -127,7 +127,8 @@ def test_after_a_call_that_waits_for_the_device_a_led_sample_takes_its_gpu_time_
     assert paced[5:] == pytest.approx([2.0] * 10) and waiting == pytest.approx([2.0] * 15)
     assert led[1] and set(led[1]) >= {1, 3, 5, 7, 9}  # every candidate sample, each after a waiting call
     assert sampler.leads.lead_ms("candidate") == pytest.approx(1.0)
-    assert sampler.leads.lead_ms("reference") == pytest.approx(2.0)  # its host time waits out its GPU time
+    # The waiting side's host time (2 ms) covers its GPU time: probed, it waits, and it is not led.
+    assert sampler.leads.waits == {"reference": True} and sampler.leads.lead_ms("reference") == 0.0
 
 
 def test_a_run_of_one_sides_samples_is_not_led_after_its_first(stream):
@@ -144,28 +145,89 @@ def test_a_run_of_one_sides_samples_is_not_led_after_its_first(stream):
 
 
 def test_the_sleeps_rate_is_read_again_from_every_batchs_leads(stream):
-    """``torch.cuda._sleep`` counts SM cycles: measured at an idle clock (345 MHz) the rate makes the first leads
-    5.7 times too short at 1,980 MHz; the events around each lead give the rate they ran at, and the next batch's
-    leads last as long as asked. ``led`` reports each batch's leads as the events timed them."""
+    """``torch.cuda._sleep`` counts SM cycles: read at one clock (here 495 MHz, by the sampler and again by its wait
+    probe), the rate makes the leads 4 times too short once the clock is at 1,980 MHz; the events around each lead give
+    the rate they ran at, and the next batch's leads last as long as asked. ``led`` reports each batch's leads as the
+    events timed them."""
     calls = _calls(stream)
-    stream.cycles_per_ms = 0.345e6
+    stream.cycles_per_ms = 0.495e6
     sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    _interleaved(sampler, calls, 2)  # the history, then the probe (the reference waits) and leads at this clock
+    assert sampler.leads.waits == {"reference": True}
     stream.cycles_per_ms = 1.98e6
-    _interleaved(sampler, calls, 1)  # no leads yet: the history
-    handle = sampler.launch([calls[side] for side in ["reference", "candidate"] * 5], ["reference", "candidate"] * 5)
+    order = ["reference", "candidate"] * 5
+    handle = sampler.launch([calls[side] for side in order], order)
     sampler.close(handle)
     sampler.times(handle)
     positions, slept_ms = sampler.led(handle)
-    short = slept_ms / (len(positions) or 1)
-    assert positions and short < 0.5  # each lead ~1-2 ms asked, ~0.17-0.35 ms slept
-    _interleaved(sampler, calls, 1)  # led at the rate read off the batch before
-    handle = sampler.launch([calls[side] for side in ["reference", "candidate"] * 5], ["reference", "candidate"] * 5)
+    assert positions == [1, 3, 5, 7, 9]  # the candidate's samples alone, each after a waiting call
+    assert slept_ms / len(positions) == pytest.approx(0.25, rel=1e-4)  # 1 ms asked (whole cycles)
+    handle = sampler.launch([calls[side] for side in order], order)
     sampler.close(handle)
     times, _ = sampler.times(handle)
     positions, slept_ms = sampler.led(handle)
-    asked = sum(sampler.leads.lead_ms(["reference", "candidate"][p % 2]) for p in positions)
-    assert slept_ms == pytest.approx(asked, rel=1e-5)
+    assert positions == [1, 3, 5, 7, 9] and slept_ms == pytest.approx(5 * sampler.leads.lead_ms("candidate"), rel=1e-5)
     assert times[1::2] == pytest.approx([2.0] * 5)
+
+
+def test_a_side_that_waits_for_the_device_is_found_once_and_its_samples_keep_their_time_unled(stream):
+    """batched_solve_small_fp32's kind (sixtieth session): both sides wait for the device inside their calls. Led,
+    every sample slept its whole GPU time ahead (the host's time covers it) and took the same time; probed once, in
+    the first batch with a history, neither side is led, no sleep is spent, and the samples keep their 2 ms."""
+
+    def waits():
+        stream.queue(2.0)
+        stream.synchronize()
+
+    calls = {"reference": waits, "candidate": waits}
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    probes = []
+    probe = sampler._probe_waits
+    sampler._probe_waits = lambda fn, label: probes.append(label) or probe(fn, label)
+    candidate, reference, led = _interleaved(sampler, calls, 3)
+    assert sorted(probes) == ["candidate", "reference"]  # once each, whatever the batches after
+    assert sampler.leads.waits == {"reference": True, "candidate": True}
+    assert led == [[], [], []] and candidate + reference == pytest.approx([2.0] * 30)
+    assert sampler.leads.lead_ms("reference") == sampler.leads.lead_ms("candidate") == 0.0
+
+
+def test_a_launch_bound_side_does_not_wait_and_stays_led(stream):
+    """A side whose host takes 1.8 ms to queue ten 0.1 ms kernels (a block of small launches) holds the host about as
+    long as its GPU work on an empty queue, as a waiting one does, so it is probed; behind the probe's sleep it returns
+    before the sleep ends, so it does not wait and is still led: behind its lead its samples take their GPU time, 1 ms,
+    not the host's 1.8."""
+
+    def launch_bound():
+        for _ in range(10):
+            stream.host_ms += 0.18
+            stream.queue(0.1)
+
+    calls = {"reference": launch_bound, "candidate": launch_bound}
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    unled, _, _ = _interleaved(sampler, calls, 1)
+    assert unled[1:] == pytest.approx([1.8] * 4)
+    assert sampler.leads.to_probe("candidate")
+    later, _, led = _interleaved(sampler, calls, 3)
+    assert sampler.leads.waits == {"reference": False, "candidate": False}
+    assert led[-1] and later[-4:] == pytest.approx([1.0] * 4, abs=0.05)
+
+
+def test_the_probe_takes_its_tries_again_where_its_sleeps_ran_short(stream):
+    """A side that queues 2 ms in 1.6 ms of host time and does not wait. Its probe's sleeps asked at a rate read at
+    345 MHz run 5.7 times shorter at 1,980: the host outlasts them, and it would look as if it waited; the events give
+    the rate they ran at, the tries are taken again at it, and the side is found not to wait."""
+
+    def quick():
+        stream.host_ms += 1.6
+        stream.queue(2.0)
+
+    stream.cycles_per_ms = 0.345e6
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    stream.cycles_per_ms = 1.98e6
+    run_batch(sampler, [quick] * 4, labels=["candidate"] * 4)
+    assert sampler.leads.to_probe("candidate")
+    assert sampler._probe_waits(quick, "candidate") is False
+    assert sampler._cycles_per_ms == pytest.approx(1.98e6)
 
 
 def test_a_sample_behind_less_work_than_its_host_takes_to_queue_is_led_by_the_difference(stream):

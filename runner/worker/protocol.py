@@ -196,6 +196,9 @@ class Timing:
     # ``TimingSettings.lead_dry_queue`` off).
     led_samples: dict | None = None
     lead_ms: dict | None = None
+    # Per side probed, whether its calls wait for the device inside (``samplers.CudaSampler._probe_waits``): such a
+    # side is not led, and its lead above is 0. A side not probed (its host well ahead of its GPU work) is absent.
+    waits_for_device: dict | None = None
 
 
 @dataclass

@@ -115,6 +115,13 @@ LEAD_MAX_MS = 5.0
 LEAD_MIN_MS = 0.01
 # Each side's lead is the median of its last this many calls' host and GPU times.
 LEAD_HISTORY = 64
+# A side is probed for a wait inside its calls where its host time is this share of its GPU time or more.
+WAIT_PROBE_HOST_SHARE = 0.75
+# The probe's tries (``CudaSampler._probe_waits``), and the share of its sleep after which a call that returns waited.
+WAIT_PROBES = 3
+WAIT_PROBE_SHARE = 0.75
+# The probe's sleep is twice the side's host time and this much more, ms.
+WAIT_PROBE_MARGIN_MS = 0.5
 # The GPU sleep the lead's rate is read from (``torch.cuda._sleep`` counts SM clock cycles): about 1 ms.
 LEAD_CALIBRATION_CYCLES = 2_000_000
 
@@ -134,11 +141,20 @@ class QueueLead:
     eager reference (BENCHMARKS.md, fifty-eighth session); sort_moe_expert_ids_stable_int32's candidate (0.23 ms on the
     GPU), its host slowed by the compiles beside a cold pass, took 0.33 ms (median) behind a reference sample still
     running and 0.23 ms only behind a lead (fifty-ninth session). With the lead, such a sample starts with its call
-    queued ahead of the GPU, as it does after a sample of its own side, whichever side came before."""
+    queued ahead of the GPU, as it does after a sample of its own side, whichever side came before.
+
+    A side whose calls wait for the device inside is not led (``waits``, found by ``CudaSampler``'s probe): past its
+    first wait it runs at the host's pace whatever was queued ahead, and its host time, which covers its GPU time, made
+    its lead its whole GPU time. Led so, batched_solve_small_fp32's sides (both wait) slept 3.7 and 4.6 s of the H200's
+    torch_compile passes, 1.4% and 1.3% of their wall time, and took 3.29 and 3.39 ms led against 3.21 and 3.37 behind
+    their own side unled; cholesky's and inv_3x3's references moved by 0.0-0.5% led (sixtieth session)."""
 
     def __init__(self) -> None:
         self._host: dict[str, collections.deque] = {}
         self._gpu: dict[str, collections.deque] = {}
+        # Per side probed (``CudaSampler``'s wait probe): whether its calls wait for the device inside; such a side is
+        # not led.
+        self.waits: dict[str, bool] = {}
 
     def add(self, label: str | None, host_ms: float | None = None, gpu_ms: float | None = None) -> None:
         """One call of ``label``'s side: its host time (from before the call to its return) or its GPU time."""
@@ -153,13 +169,27 @@ class QueueLead:
         gpu = self._gpu.get(label)
         return statistics.median(gpu) if gpu else 0.0
 
+    def host_ms(self, label: str | None) -> float:
+        """The host time to queue a call of ``label``'s side (median of the last ``LEAD_HISTORY``), ms; 0.0 without
+        one."""
+        host = self._host.get(label)
+        return statistics.median(host) if host else 0.0
+
     def lead_ms(self, label: str | None) -> float:
         """The work a sample of ``label``'s side needs queued ahead of it, ms; 0.0 where it has no history of both
-        kinds."""
+        kinds, or its calls wait for the device inside (``waits``)."""
         host, gpu = self._host.get(label), self._gpu.get(label)
-        if not host or not gpu:
+        if not host or not gpu or self.waits.get(label):
             return 0.0
         return min(statistics.median(host), statistics.median(gpu), LEAD_MAX_MS)
+
+    def to_probe(self, label: str | None) -> bool:
+        """Whether ``label``'s side is yet to be probed for a wait inside its calls: it has both histories, and its
+        host time is ``WAIT_PROBE_HOST_SHARE`` of its GPU time or more (a call that waits for its own work holds the
+        host that long; a side whose host is well ahead of its GPU work cannot be waiting for it)."""
+        if label is None or label in self.waits or not self._host.get(label) or not self._gpu.get(label):
+            return False
+        return self.host_ms(label) >= WAIT_PROBE_HOST_SHARE * self.gpu_ms(label)
 
 
 class QueuedWork:
@@ -228,6 +258,34 @@ class CudaSampler:
         self._lead_event_sets: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = [[], []]
         self._queued = QueuedWork()
 
+    def _probe_waits(self, fn, label: str) -> bool:
+        """Whether ``fn`` (a call of ``label``'s side) waits for the device inside: queued behind a GPU sleep of twice
+        its side's host time and ``WAIT_PROBE_MARGIN_MS`` more, a call that waits returns only once the sleep is over,
+        one that does not returns in its host time. ``WAIT_PROBES`` tries, each sleep timed by events (a sleep counts
+        SM cycles, and the clock may have moved since their rate was read: a round whose sleeps ran shorter than
+        asked is taken again at the rate they ran at); it waits where most returned after ``WAIT_PROBE_SHARE`` of
+        their sleep. The queue is emptied first and after, outside every sample."""
+        want_ms = 2 * self.leads.host_ms(label) + WAIT_PROBE_MARGIN_MS
+        torch.cuda.synchronize(self.device)
+        for _ in range(2):
+            cycles = max(1, int(want_ms * self._cycles_per_ms))
+            tries = []
+            for _ in range(WAIT_PROBES):
+                asleep, awake = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                asleep.record()
+                torch.cuda._sleep(cycles)
+                awake.record()
+                began = time.perf_counter_ns()
+                fn()
+                tries.append(((time.perf_counter_ns() - began) / 1e6, asleep, awake))
+            torch.cuda.synchronize(self.device)
+            slept = [asleep.elapsed_time(awake) for _, asleep, awake in tries]
+            self._cycles_per_ms = cycles * len(slept) / max(sum(slept), 1e-3)
+            if min(slept) >= WAIT_PROBE_SHARE * want_ms:
+                break
+        outlasted = sum(host_ms >= WAIT_PROBE_SHARE * ms for (host_ms, _, _), ms in zip(tries, slept))
+        return 2 * outlasted > len(tries)
+
     def _flush(self) -> None:
         """Evict the L2 outside the timed region (cold mode)."""
         if self.flush_buffer is not None:
@@ -245,11 +303,16 @@ class CudaSampler:
         synchronisation, ``sync="device"``), the GPU still working on them. ``labels``: each function's side, for
         the leads: where this sampler leads, a sample of a side with a lead that finds less work than that queued
         ahead of it (``QueuedWork``) starts behind a GPU sleep that makes up the difference, before its flush
-        (``QueueLead``)."""
+        (``QueueLead``); a side whose host time covers most of its GPU time is first probed for a wait inside its
+        calls (``_probe_waits``), once, before the batch, and is not led where it waits."""
         called = self._audit_called[self._next_set]
         lead_events = self._lead_event_sets[self._next_set]
         pairs = self._pairs(len(fns) + 1)
         labels = list(labels) if labels is not None else [None] * len(fns)
+        if self.leads is not None:
+            for label, fn in dict(zip(labels, fns)).items():
+                if self.leads.to_probe(label):
+                    self.leads.waits[label] = self._probe_waits(fn, label)
         leads = {label: self.leads.lead_ms(label) for label in set(labels)} if self.leads else {}
         expected = {label: self.leads.gpu_ms(label) for label in set(labels)} if self.leads else {}
         sleeps = []  # each lead: its sample's position in the batch, its cycles, its events

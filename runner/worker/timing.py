@@ -424,6 +424,7 @@ def measure_pair(
         audit_samples=sum(len(values) for values in audit_samples.values()),
         led_samples=led_count if leads is not None else None,
         lead_ms={side: round(leads.lead_ms(side), 6) for side in sides} if leads is not None else None,
+        waits_for_device=dict(leads.waits) if leads is not None else None,
     )
     raw = {
         "unit": "ms",
