@@ -512,7 +512,8 @@ def test_paced_sides_are_those_slower_behind_the_other_sides_samples(two_passes,
     """A real run's first evaluation with its samples planted: the candidate's unled samples behind a reference
     sample 30% slow, every other sample (its led ones, those behind its own side, each batch's first, the
     reference's) at 1.0; every other candidate sample behind a reference one marked led. The candidate is the one
-    side paced, by 30%; a samples file from before the leads were recorded is counted unreadable, not judged."""
+    side paced, by 30%, and its row says whether it was found to wait for the device; a samples file from before the
+    leads were recorded is counted unreadable, not judged."""
     run, paths = _copy_of(two_passes[0], tmp_path)
     samples_file = paths[0].with_name("samples.json")
     raw = json.loads(samples_file.read_text())
@@ -551,6 +552,12 @@ def test_paced_sides_are_those_slower_behind_the_other_sides_samples(two_passes,
     reference_ms = json.loads(paths[0].read_text())["timing"]["reference"]["median_ms"]
     assert row["other_side_median_ms"] == reference_ms and row["lead_ms"] is None  # the host clock does not lead
     assert found["led_pct"] == pytest.approx(100 * behind["led"] / len(order))
+    assert row["waits_for_device"] is None  # the host clock does not probe for waits either
+    # A side found to wait for the device says so in its row (``timing.waits_for_device``: its lead withheld).
+    result = json.loads(paths[0].read_text())
+    result["timing"]["waits_for_device"] = {"candidate": True}
+    paths[0].write_text(json.dumps(result))
+    assert host_pace(run)["largest"][0]["waits_for_device"] is True
     # Every candidate sample as slow, led or behind its own side too: its pace is its own, no side paced.
     raw["candidate"] = [1.3] * len(raw["candidate"])
     samples_file.write_text(json.dumps(raw))

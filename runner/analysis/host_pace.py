@@ -12,7 +12,9 @@ led: the host's launches in them. Not every such excess is the host's: label_smo
 reference took 1.166 ms behind the candidate's 0.48 ms samples and 1.104 behind its own, 5.5% more in both passes,
 though its host queues a call in 0.14 ms (BENCHMARKS.md, fifty-ninth session). Each paced side's row has its lead at
 the end (``timing.lead_ms``: its host time to queue a call, at most its GPU time) and the other side's median, to
-tell the two apart. A group of fewer than ``MIN_SAMPLES`` samples is not judged.
+tell the two apart, and whether the side was found to wait for the device inside its calls (``timing.waits_for_device``:
+such a side is not led, its lead 0, so the host's launches before its first wait may show here; None where it was not
+probed). A group of fewer than ``MIN_SAMPLES`` samples is not judged.
 """
 
 from __future__ import annotations
@@ -95,8 +97,11 @@ def host_pace(run_dir: Path) -> dict:
             if pace["excess_pct"] >= 100 * PACED_EXCESS:
                 other = getattr(result.timing, _SIDES[1 - _SIDES.index(side)])
                 lead = (result.timing.lead_ms or {}).get(side)
+                waits = (result.timing.waits_for_device or {}).get(side)
                 row = {"task": result.task_id, "eval_id": result.eval_id, "side": side, **pace}
-                paced.append({**row, "lead_ms": lead, "other_side_median_ms": other.median_ms})
+                paced.append(
+                    {**row, "lead_ms": lead, "waits_for_device": waits, "other_side_median_ms": other.median_ms}
+                )
     paced.sort(key=lambda row: -row["excess_pct"])
     return {
         "run": str(run_dir),
