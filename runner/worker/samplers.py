@@ -164,6 +164,10 @@ class QueueLead:
             if value is not None:
                 times.setdefault(label, collections.deque(maxlen=LEAD_HISTORY)).append(value)
 
+    def _known(self, label: str | None) -> bool:
+        """Whether ``label``'s side has a history of both kinds."""
+        return bool(self._host.get(label)) and bool(self._gpu.get(label))
+
     def gpu_ms(self, label: str | None) -> float:
         """The GPU time of a call of ``label``'s side (median of the last ``LEAD_HISTORY``), ms; 0.0 without one."""
         gpu = self._gpu.get(label)
@@ -178,16 +182,15 @@ class QueueLead:
     def lead_ms(self, label: str | None) -> float:
         """The work a sample of ``label``'s side needs queued ahead of it, ms; 0.0 where it has no history of both
         kinds, or its calls wait for the device inside (``waits``)."""
-        host, gpu = self._host.get(label), self._gpu.get(label)
-        if not host or not gpu or self.waits.get(label):
+        if not self._known(label) or self.waits.get(label):
             return 0.0
-        return min(statistics.median(host), statistics.median(gpu), LEAD_MAX_MS)
+        return min(self.host_ms(label), self.gpu_ms(label), LEAD_MAX_MS)
 
     def to_probe(self, label: str | None) -> bool:
         """Whether ``label``'s side is yet to be probed for a wait inside its calls: it has both histories, and its
         host time is ``WAIT_PROBE_HOST_SHARE`` of its GPU time or more (a call that waits for its own work holds the
         host that long; a side whose host is well ahead of its GPU work cannot be waiting for it)."""
-        if label is None or label in self.waits or not self._host.get(label) or not self._gpu.get(label):
+        if label is None or label in self.waits or not self._known(label):
             return False
         return self.host_ms(label) >= WAIT_PROBE_HOST_SHARE * self.gpu_ms(label)
 
@@ -310,9 +313,9 @@ class CudaSampler:
         pairs = self._pairs(len(fns) + 1)
         labels = list(labels) if labels is not None else [None] * len(fns)
         if self.leads is not None:
-            for label, fn in dict(zip(labels, fns)).items():
+            for label in dict.fromkeys(labels):  # each side once, in the batch's order
                 if self.leads.to_probe(label):
-                    self.leads.waits[label] = self._probe_waits(fn, label)
+                    self.leads.waits[label] = self._probe_waits(fns[labels.index(label)], label)
         leads = {label: self.leads.lead_ms(label) for label in set(labels)} if self.leads else {}
         expected = {label: self.leads.gpu_ms(label) for label in set(labels)} if self.leads else {}
         sleeps = []  # each lead: its sample's position in the batch, its cycles, its events
