@@ -203,6 +203,7 @@ def duty(run_dir: Path) -> dict:
         "turn_parts_s": turn_parts(sampled),
         "batches_rest_parts_s": batches_rest_parts(sampled),
         "leads_s": lead_seconds(sampled),
+        "gpu_between_batches": gpu_between_batches(sampled),
         "short_batches": short_batches(sampled),
         "memory_released": memory_released(results),
     }
@@ -550,6 +551,19 @@ def lead_seconds(sampled: list) -> float | None:
     ``_turns_sampled``."""
     leads = [sum(raw["batch_lead_ms"]) for _, raw, *_ in sampled if raw.get("batch_lead_ms") is not None]
     return sum(leads) / 1000.0 if leads else None
+
+
+def gpu_between_batches(sampled: list) -> dict | None:
+    """The GPU's own gaps between the batches of each turn, from a batch's last end event to the next one's first start
+    event (``batch_gap_before_ms`` in ``samples.json``, ``CudaSampler.gap_before``; each turn's first batch's, which
+    reaches back before the turn, left out), all turns together: how many, their sum (s) and median (ms). Part of
+    ``batches_rest_parts``' ``around_batches`` with the audit calls between, the first flush and any lead of each
+    batch in it. None where no samples file records a gap (runs from before the sixty-first session, or on the host
+    clock). ``sampled``: from ``_turns_sampled``."""
+    gaps = [gap for _, raw, *_ in sampled for gap in (raw.get("batch_gap_before_ms") or [])[1:] if gap is not None]
+    if not gaps:
+        return None
+    return {"batches": len(gaps), "sum_s": sum(gaps) / 1000.0, "median_ms": statistics.median(gaps)}
 
 
 def _around_batches(raw: dict, audit_calls: float) -> float:

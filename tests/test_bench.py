@@ -343,6 +343,26 @@ def test_the_gpus_sleep_ahead_of_led_samples_is_summed_from_the_samples_files(tw
     assert duty(run)["leads_s"] is None
 
 
+def test_the_gpus_gaps_between_batches_are_summed_from_the_samples_files(two_passes, tmp_path: Path):
+    """``gpu_between_batches``: each turn's gaps before its batches after the first (``batch_gap_before_ms``) counted,
+    summed and their median; a real CPU run records none (the host clock has no GPU between batches), so no figure;
+    planted gaps are read, each turn's first left out."""
+    assert duty(two_passes[0])["gpu_between_batches"] is None
+    run, results = _copy_of(two_passes[0], tmp_path)
+    planted, count = 0.0, 0
+    for result in results:
+        path = result.parent / "samples.json"
+        raw = json.loads(path.read_text())
+        assert raw["batch_gap_before_ms"] == [None] * len(raw["batch_window"])
+        raw["batch_gap_before_ms"] = [250.0] + [0.04] * (len(raw["batch_window"]) - 1)
+        planted += 0.04 * (len(raw["batch_window"]) - 1)
+        count += len(raw["batch_window"]) - 1
+        path.write_text(json.dumps(raw))
+    figure = duty(run)["gpu_between_batches"]
+    assert count > 0 and figure["batches"] == count
+    assert figure["sum_s"] == pytest.approx(planted / 1000.0) and figure["median_ms"] == pytest.approx(0.04)
+
+
 def test_evaluations_whose_batches_fell_short_of_batch_min_ms_are_counted(two_passes, tmp_path: Path):
     """``short_batches`` reads each job's ``batch_min_ms`` and its kept batches' spans: a least batch longer than
     every span counts every evaluation, by its pairs per batch, with the GPU's wait around those batches; one

@@ -233,6 +233,33 @@ def test_a_batchs_span_holds_its_samples_and_lies_inside_its_window():
         assert 0 <= wait <= 1000 * (closed - launched) + 0.05
 
 
+def test_a_batch_queued_behind_one_without_an_audit_starts_on_the_gpu_as_that_one_ends():
+    """The timing loop queues each batch behind the last while it runs and waits for its last end event only, so
+    after a batch without an audit call the GPU goes straight on: the gap before the next batch (the sampler's own
+    events, ``batch_gap_before_ms``) is its first flush, as between two samples of one batch, and its first sample is
+    not led. After an audited batch (closed by a device-wide synchronisation before the next is queued) it is longer.
+    Before, every batch was closed by a synchronisation before the next was queued: 0.70 ms (median) around each of a
+    warm torch_compile pass's 6,315 batches (BENCHMARKS.md, sixtieth session)."""
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+
+    x = torch.randn(1 << 22, device="cuda")
+    settings = TimingSettings(min_samples=400, max_samples=400, batch=10, warmup_ms=0.0, target_noise=0.0)
+    tools = timing_module.instruments(torch.device("cuda"), settings)
+    _, raw = timing_module.measure_pair(
+        lambda: x * 2.0, lambda: x + x, torch.device("cuda"), settings, "perf", 3, tools=tools
+    )
+    gaps, led = raw["batch_gap_before_ms"], raw["batch_led"]
+    assert len(gaps) == len(led) == 40 and all(gap is not None and gap >= 0 for gap in gaps[1:])
+    audits = sum(len(values) for values in raw["sync_audit"].values())
+    flush_ms = tools.sampler.flush_bytes / 2e12 * 1e3  # over 2 TB/s on any GPU here
+    straight_on = [k for k in range(1, 40) if gaps[k] <= flush_ms + 0.05]
+    assert len(straight_on) >= 39 - audits, (gaps, audits)
+    assert all(0 not in led[k] for k in straight_on), led
+
+
 def test_a_short_kernels_batches_last_batch_min_ms():
     """A kernel of some microseconds with ``batch_min_ms``: its batches hold more than ``batch`` pairs, each
     kept batch's span lasting about ``batch_min_ms`` or more (the warm-up's shortest round sizes them)."""

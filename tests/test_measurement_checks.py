@@ -579,6 +579,7 @@ class _AuditingHostSampler:
     clock = "host_perf_counter"
     flushes = False
     flush_bytes = None
+    queues_ahead = False  # each batch runs as it is launched
     slowed: frozenset = frozenset()
 
     def __init__(self) -> None:
@@ -609,6 +610,9 @@ class _AuditingHostSampler:
 
     def span(self, handle: dict) -> float:
         return handle["span"]
+
+    def gap_before(self, handle: dict) -> None:
+        return None
 
 
 def _measure_audited(sampler, seed=7, candidate=None, **overrides):

@@ -263,3 +263,50 @@ def test_a_sample_behind_less_work_than_its_host_takes_to_queue_is_led_by_the_di
     assert quick_led[5:] == pytest.approx([0.23] * 15, abs=1e-5)
     assert all(0 in positions and not {4, 6} & set(positions) for positions in led[1:])
     assert any({3, 5, 7, 9} & set(positions) for positions in led[1:])
+
+
+def test_the_timing_loop_queues_each_batch_behind_the_last_so_the_gpu_never_waits_between_them(stream):
+    """``timing.measure_pair`` on the simulated stream: a batch without an audit call is closed by its last end event
+    once the next batch is queued behind it, so that next batch's first sample starts where the last one's ended
+    (no gap, no lead: the queue holds the last batch's work); a batch with an audit call is closed, the device waited
+    for, before the next is queued, which then starts on an empty queue and is led. Both sides take the host 0.1 ms
+    to queue 0.5 ms of GPU work. Each batch's window starts where the one it was queued behind was closed, so windows
+    do not overlap."""
+    from runner.worker import timing as timing_module
+    from runner.worker.clocks import ClockMonitor
+    from runner.worker.protocol import TimingSettings
+
+    def call():
+        stream.host_ms += 0.1
+        stream.queue(0.5)
+
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    read = []  # per batch read, when its first sample started and its last one ended, and whether it audited
+    times = sampler.times
+
+    def recording_times(handle):
+        pairs = handle["pairs"]
+        read.append((pairs[0][0].at, pairs[handle["samples"] - 1][1].at, handle["audited"]))
+        return times(handle)
+
+    sampler.times = recording_times  # the events are reused every other batch: read as the loop reads them
+    settings = TimingSettings(min_samples=400, max_samples=400, batch=10, warmup_ms=0.0, target_noise=0.0)
+    tools = timing_module.Instruments(sampler, ClockMonitor(None))
+    timing, raw = timing_module.measure_pair(call, call, torch.device("cuda"), settings, "small", 5, tools=tools)
+    assert len(raw["batch_window"]) == 40 and timing.reference.median_ms == pytest.approx(0.5)
+    assert timing.audit_recheck is None  # no batches after the measured ones
+    batches = read[-40:]
+    behind, after_audit = 0, 0
+    for (_, ended, audited), (started, _, _), positions, gap in zip(
+        batches, batches[1:], raw["batch_led"][1:], raw["batch_gap_before_ms"][1:]
+    ):
+        assert gap == pytest.approx(started - ended)  # the sampler's own reading of the gap
+        if audited:
+            after_audit += 1
+            assert started - ended >= 0.5 and 0 in positions  # the audit call, then an empty queue: led
+        else:
+            behind += 1
+            assert started == pytest.approx(ended) and 0 not in positions
+    assert behind >= 20 and after_audit >= 2 * timing_module.MIN_AUDITS - 1
+    windows = raw["batch_window"]
+    assert all(earlier[1] <= later[0] <= later[1] for earlier, later in zip(windows, windows[1:]))

@@ -87,7 +87,8 @@ class TimingSettings:
     # What a flush writes, in L2 sizes (the H100's L2: 50 MiB). Two evict whatever the last call left;
     # nvbench writes one. What one size evicts on a given GPU is measured, not assumed (BENCHMARKS.md).
     flush_l2_multiple: float = 2.0
-    # "events": events queued per batch, one synchronisation per batch; batches also take an audit
+    # "events": events queued per batch, one wait per batch (for its last end event, the next batch queued behind
+    # it already, where it has no audit call); batches also take an audit
     # sample of one side closed by a device-wide synchronisation, which exposes work left on other
     # streams (the audited call itself, between its own events, is a sample like the batch's where the batch
     # still ran as it was launched: timing.py). "device": every sample is closed by a device-wide

@@ -3,7 +3,8 @@
 A sampler queues a batch of calls (``launch``), closes it (``close``: the audit call, if any, and
 the synchronisation after which the batch is done) and reads its times (``times``), the audited call's own
 time where it counts as a sample (``audit_sample``) and its span, from the first sample's start to the last
-one's end (``span``), so the timing loop (``timing.py``) can queue the next batch before it reads the last.
+one's end (``span``), so the timing loop (``timing.py``) can queue the next batch behind the last before it closes
+and reads that one.
 The CUDA sampler flushes the L2 outside the timed region before every sample in cold mode, and where it leads
 (``lead``), a sample that finds less work queued ahead of it than its side takes the host to queue starts behind a GPU
 sleep that makes up the difference (``QueueLead``, ``QueuedWork``). ``warm_up`` runs a closure before its
@@ -79,6 +80,8 @@ class HostSampler:
     clock = "host_perf_counter"
     flushes = False
     flush_bytes = None
+    # A batch is done when ``launch`` returns: none can be queued behind another.
+    queues_ahead = False
 
     def launch(self, fns, labels=None) -> dict:
         times = []
@@ -102,6 +105,10 @@ class HostSampler:
     def led(self, handle: dict) -> tuple[list[int], float]:
         """No leads on the host clock: a call runs as it is launched."""
         return [], 0.0
+
+    def gap_before(self, handle: dict) -> None:
+        """No GPU between batches on the host clock."""
+        return None
 
     def span(self, handle: dict) -> float:
         """From the batch's first sample's start to its last one's end, in ms."""
@@ -152,6 +159,9 @@ class QueueLead:
     def __init__(self) -> None:
         self._host: dict[str, collections.deque] = {}
         self._gpu: dict[str, collections.deque] = {}
+        # Each history's median, once asked, until the side's next call of that kind: ``launch`` asks for them once
+        # or more per side per batch, between two batches.
+        self._medians: dict[tuple[int, str], float] = {}
         # Per side probed (``CudaSampler``'s wait probe): whether its calls wait for the device inside; such a side is
         # not led.
         self.waits: dict[str, bool] = {}
@@ -160,9 +170,18 @@ class QueueLead:
         """One call of ``label``'s side: its host time (from before the call to its return) or its GPU time."""
         if label is None:
             return
-        for times, value in ((self._host, host_ms), (self._gpu, gpu_ms)):
+        for kind, (times, value) in enumerate(((self._host, host_ms), (self._gpu, gpu_ms))):
             if value is not None:
                 times.setdefault(label, collections.deque(maxlen=LEAD_HISTORY)).append(value)
+                self._medians.pop((kind, label), None)
+
+    def _median(self, kind: int, label: str | None) -> float:
+        """The median of ``label``'s host (``kind`` 0) or GPU (1) history; 0.0 without one."""
+        key = (kind, label)
+        if key not in self._medians:
+            times = (self._host, self._gpu)[kind].get(label)
+            self._medians[key] = statistics.median(times) if times else 0.0
+        return self._medians[key]
 
     def _known(self, label: str | None) -> bool:
         """Whether ``label``'s side has a history of both kinds."""
@@ -170,14 +189,12 @@ class QueueLead:
 
     def gpu_ms(self, label: str | None) -> float:
         """The GPU time of a call of ``label``'s side (median of the last ``LEAD_HISTORY``), ms; 0.0 without one."""
-        gpu = self._gpu.get(label)
-        return statistics.median(gpu) if gpu else 0.0
+        return self._median(1, label)
 
     def host_ms(self, label: str | None) -> float:
         """The host time to queue a call of ``label``'s side (median of the last ``LEAD_HISTORY``), ms; 0.0 without
         one."""
-        host = self._host.get(label)
-        return statistics.median(host) if host else 0.0
+        return self._median(0, label)
 
     def lead_ms(self, label: str | None) -> float:
         """The work a sample of ``label``'s side needs queued ahead of it, ms; 0.0 where it has no history of both
@@ -204,27 +221,40 @@ class QueuedWork:
     that counts (its least); every later one's expected time counts whole (none can have started). An end event the
     GPU has passed is dropped, the oldest first. A call that waited for the device inside leaves nothing ahead however
     soon its end event is asked: its host time already covered its GPU time, whether or not the GPU has got to the
-    event yet (it does so microseconds after the host records it)."""
+    event yet (it does so microseconds after the host records it). Each sample gets a number in the order it was
+    queued (``add``), so a batch closed while the next is in flight drops its own samples only (``done_through``)."""
 
     def __init__(self) -> None:
-        self._samples: collections.deque = collections.deque()  # (end event, queued at ns, expected ms)
+        self._samples: collections.deque = collections.deque()  # (number, end event, queued at ns, expected ms)
         self._expected_ms = 0.0  # their expected times' sum
+        self._added = 0  # samples ever added: the next one's number
 
-    def add(self, end, queued_at_ns: int, expected_ms: float) -> None:
-        self._samples.append((end, queued_at_ns, expected_ms))
+    def add(self, end, queued_at_ns: int, expected_ms: float) -> int:
+        """One sample queued; returns its number."""
+        self._samples.append((self._added, end, queued_at_ns, expected_ms))
         self._expected_ms += expected_ms
+        self._added += 1
+        return self._added - 1
 
     def ahead_ms(self, now_ns: int) -> float:
         """The work still queued at ``now_ns``, ms: the later samples' expected times, and the least of the oldest's
         that is left."""
         samples = self._samples
-        while samples and samples[0][0].query():
-            self._expected_ms -= samples.popleft()[2]
+        while samples and samples[0][1].query():
+            self._expected_ms -= samples.popleft()[3]
         if not samples:
             self._expected_ms = 0.0
             return 0.0
-        _, queued_at_ns, oldest_ms = samples[0]
+        _, _, queued_at_ns, oldest_ms = samples[0]
         return self._expected_ms - oldest_ms + max(0.0, oldest_ms - (now_ns - queued_at_ns) / 1e6)
+
+    def done_through(self, number: int) -> None:
+        """The samples numbered up to ``number`` are done (their batch was waited for); later ones may not be."""
+        samples = self._samples
+        while samples and samples[0][0] <= number:
+            self._expected_ms -= samples.popleft()[3]
+        if not samples:
+            self._expected_ms = 0.0
 
     def clear(self) -> None:
         """Everything queued is done (after a synchronisation)."""
@@ -233,8 +263,10 @@ class QueuedWork:
 
 
 class CudaSampler:
-    """CUDA events around every sample, queued a batch at a time; two sets of events, so one batch can
-    be read while the next runs."""
+    """CUDA events around every sample, queued a batch at a time; three sets of events, so one batch can be queued
+    while the one before still runs, and read while the next runs with the events of the one before it still standing
+    (``gap_before``). A batch without an audit call is closed by waiting for its last end event, not for the whole
+    device, so the batch queued behind it keeps the GPU busy meanwhile."""
 
     clock = "cuda_events"
 
@@ -244,12 +276,15 @@ class CudaSampler:
         self.device = device
         self.flushes = cold
         self.device_sync = device_sync
+        # Whether a launched batch runs on while the host goes on, so the next can be queued behind it: not where every
+        # sample is closed by a device-wide synchronisation (the batch is done when ``launch`` returns).
+        self.queues_ahead = not device_sync
         l2_bytes = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 50 << 20)
         # ``l2_multiple`` L2 sizes (at least 64 MiB at two), written before every sample (TimingSettings).
         size = int(l2_multiple * max(l2_bytes, 32 << 20))
         self.flush_buffer = torch.empty(size, dtype=torch.int8, device=device) if cold else None
         self.flush_bytes = size if cold else None
-        self._event_sets: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = [[], []]
+        self._event_sets: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = [[], [], []]
         # Per set, the event recorded right after an audited call (``close``).
         self._audit_called = [torch.cuda.Event(enable_timing=True) for _ in self._event_sets]
         self._next_set = 0
@@ -258,7 +293,9 @@ class CudaSampler:
         # each lead; and the samples queued and not known to be done, which tell how much work lies ahead of the next.
         self.leads = QueueLead() if lead else None
         self._cycles_per_ms = _sleep_cycles_per_ms(device) if lead else 0.0
-        self._lead_event_sets: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = [[], []]
+        self._lead_event_sets: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = [[], [], []]
+        # The last end event of the batch launched last (``gap_before``).
+        self._last_end: torch.cuda.Event | None = None
         self._queued = QueuedWork()
 
     def _probe_waits(self, fn, label: str) -> bool:
@@ -296,14 +333,14 @@ class CudaSampler:
 
     def _pairs(self, count: int):
         events = self._event_sets[self._next_set]
-        self._next_set ^= 1
+        self._next_set = (self._next_set + 1) % len(self._event_sets)
         while len(events) < count:
             events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
         return events[:count]
 
     def launch(self, fns, labels=None) -> dict:
-        """Queue one sample per function; returns at once (unless every sample is closed by a device-wide
-        synchronisation, ``sync="device"``), the GPU still working on them. ``labels``: each function's side, for
+        """Queue one sample per function, behind any batch still in flight; returns at once (unless every sample is
+        closed by a device-wide synchronisation, ``sync="device"``), the GPU still working on them. ``labels``: each function's side, for
         the leads: where this sampler leads, a sample of a side with a lead that finds less work than that queued
         ahead of it (``QueuedWork``) starts behind a GPU sleep that makes up the difference, before its flush
         (``QueueLead``); a side whose host time covers most of its GPU time is first probed for a wait inside its
@@ -311,6 +348,7 @@ class CudaSampler:
         called = self._audit_called[self._next_set]
         lead_events = self._lead_event_sets[self._next_set]
         pairs = self._pairs(len(fns) + 1)
+        after, self._last_end = self._last_end, (pairs[len(fns) - 1][1] if fns else None)
         labels = list(labels) if labels is not None else [None] * len(fns)
         if self.leads is not None:
             for label in dict.fromkeys(labels):  # each side once, in the batch's order
@@ -319,6 +357,7 @@ class CudaSampler:
         leads = {label: self.leads.lead_ms(label) for label in set(labels)} if self.leads else {}
         expected = {label: self.leads.gpu_ms(label) for label in set(labels)} if self.leads else {}
         sleeps = []  # each lead: its sample's position in the batch, its cycles, its events
+        last_queued = None  # the batch's last sample's number in ``QueuedWork``
         for index, (fn, (start, end), label) in enumerate(zip(fns, pairs, labels)):
             queued_at = time.perf_counter_ns()
             lead_ms = leads.get(label, 0.0)
@@ -345,7 +384,7 @@ class CudaSampler:
                 torch.cuda.synchronize(self.device)  # every stream's work ends before the end event
             end.record()
             if self.leads is not None:
-                self._queued.add(end, queued_at, lead_ms + expected.get(label, 0.0))
+                last_queued = self._queued.add(end, queued_at, lead_ms + expected.get(label, 0.0))
         return {
             "pairs": pairs,
             "samples": len(fns),
@@ -355,10 +394,16 @@ class CudaSampler:
             "labels": labels,
             "sleeps": sleeps,
             "lead_ms": 0.0,
+            "last_queued": last_queued,
+            "after": after,
+            "gap_ms": None,
         }
 
     def close(self, handle: dict, audit=None) -> None:
-        """Queue the audit call behind the batch, if any, then wait until the GPU has done both.
+        """Queue the audit call behind the batch, if any, then wait until the GPU has done both: the whole device,
+        after an audit call; without one, the batch's last end event only, so a batch queued behind this one (the
+        timing loop's next, queued before this one is closed) runs on meanwhile. A batch with an audit call is closed
+        before anything else is queued: its call must follow its samples.
 
         The audit call is closed by a device-wide synchronisation before its end event, so it
         counts work on every stream. Where the GPU is still busy with the batch when the host
@@ -386,8 +431,14 @@ class CudaSampler:
             torch.cuda.synchronize(self.device)
             end.record()
             handle["audited"] = True
-        torch.cuda.synchronize(self.device)
-        self._queued.clear()
+        count = handle["samples"]
+        if handle["audited"] or not count:
+            torch.cuda.synchronize(self.device)
+            self._queued.clear()
+            return
+        handle["pairs"][count - 1][1].synchronize()
+        if handle["last_queued"] is not None:
+            self._queued.done_through(handle["last_queued"])
 
     def times(self, handle: dict) -> tuple[list[float], float | None]:
         """The closed batch's sample times and its audit call's, in ms."""
@@ -399,6 +450,9 @@ class CudaSampler:
             handle["lead_ms"] = sum(asleep.elapsed_time(awake) for _, _, asleep, awake in handle["sleeps"])
             if handle["lead_ms"] > 0:  # the rate the batch's leads ran at: the next batch's
                 self._cycles_per_ms = sum(cycles for _, cycles, _, _ in handle["sleeps"]) / handle["lead_ms"]
+        after = handle["after"]
+        if after is not None and count:  # its events stand until the third batch after it is launched
+            handle["gap_ms"] = after.elapsed_time(pairs[0][0])
         return times, pairs[count][0].elapsed_time(pairs[count][1]) if handle["audited"] else None
 
     def audit_sample(self, handle: dict) -> float | None:
@@ -407,6 +461,13 @@ class CudaSampler:
         if not handle["audit_sample"]:  # set only where ``close`` audited
             return None
         return handle["pairs"][handle["samples"]][0].elapsed_time(handle["audit_called"])
+
+    def gap_before(self, handle: dict) -> float | None:
+        """From the last sample's end of the batch launched before this one to this one's first sample's start, in ms,
+        on the GPU's clock (read by ``times``): the GPU's wait between the two (the first sample's flush and lead, if
+        any, in it); None for the sampler's first batch. Read within two batches of this one's, while that one's
+        events still stand."""
+        return handle["gap_ms"]
 
     def led(self, handle: dict) -> tuple[list[int], float]:
         """The positions in the batch of the samples that started behind a lead, and the leads' sum as the GPU's

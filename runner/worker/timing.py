@@ -4,12 +4,14 @@ Each sample times one call of a zero-argument closure. Reference and candidate s
 alternate in a random order so that drift (clocks, temperature, other tenants) hits both
 sides equally. On a GPU: the L2 cache is flushed outside the timed region before every
 sample ("cold"), CUDA events bracket the call, and events are queued for a whole batch with
-one synchronisation per batch so the host never makes the GPU wait; a sample that finds less work queued ahead of it
-than its side takes the host to queue a call (the call before it waited for the device, its batch is the first since a
+one wait per batch so the host never makes the GPU wait; a sample that finds less work queued ahead of it
+than its side takes the host to queue a call (the call before it waited for the device, its batch is the first since an audit's
 synchronisation, or a quick call before a slow one) starts behind a GPU sleep that makes up the difference
 (``samplers.QueueLead``, ``samplers.QueuedWork``). The loop runs one batch
-ahead: the next batch is queued before the last one is read, judged and added to the noise
-estimate, so that host work (NVML, statistics) overlaps the GPU's. Sampling stops when the
+ahead: the next batch is queued behind the last one while that still runs, then the last one is waited for (its own
+last end event), read, judged and added to the noise estimate, so that the GPU goes from one batch to the next without
+waiting for the host, and host work (NVML, statistics) overlaps the GPU's; a batch with an audit call is closed, the
+device waited for, before the next is queued. Sampling stops when the
 estimated relative noise of the median ratio is under the target (after a minimum count and,
 like nvbench's ``--min-time``, a minimum measured time per side), or at a sample or time cap.
 On a CPU the same loop runs on the host clock. The warm-up comes before the measurement's turn: in the
@@ -223,6 +225,9 @@ def measure_pair(
     windows: list[list[float]] = []
     # Each kept batch's span, ms: its first sample's start to its last one's end (``runner.bench``'s turn parts).
     spans: list[float] = []
+    # Each kept batch's gap before it on the GPU's clock, ms: from the last end event of the batch launched before it to
+    # its first start event (``CudaSampler.gap_before``; None on the host clock).
+    gaps_before: list[float | None] = []
     # The host CPU the measuring thread ran on as each kept batch was read (``host_cpu.py``).
     host_cpus: list[int | None] = []
     # How long the measuring thread waited, runnable, for a core while each kept batch was in flight: from before its
@@ -246,12 +251,18 @@ def measure_pair(
     stopping = False
     noise = math.inf  # of the samples kept so far: computed once per judged batch, read by the prediction too
     auditing = cuda and settings.sync == "events"
-    # One batch ahead: batch j is queued before batch j - 1 is judged, so the NVML reading, the judgement
-    # and the noise of j - 1 happen while the GPU runs j. The reading taken after j's launch falls inside j;
-    # the ones taken one cycle before and after it bracket j whole (``readings[-3:]`` when j is judged).
-    pending: _Queued | None = None  # queued last cycle, closed, not judged yet
+    # One batch ahead: batch j is queued behind batch j - 1 while j - 1 still runs, then j - 1 is waited for, read
+    # and judged, so the GPU goes from one to the next without waiting for the host, and the NVML reading, the
+    # judgement and the noise of j - 1 happen while the GPU runs j. A batch with an audit call is closed before the
+    # next is queued (its call follows its samples, and its synchronisation waits for the whole device), and so is
+    # every batch where the sampler runs each as it is launched (``queues_ahead``: the host clock). The reading
+    # taken once j - 1 is closed falls inside j; the ones taken one cycle before and after it bracket j whole
+    # (``readings[-3:]`` when j is judged).
+    pending: _Queued | None = None  # queued last cycle, not judged yet (closed already where it audits)
     while True:
         current = None
+        if pending is not None and (pending.audited is not None or not sampler.queues_ahead):
+            _close(sampler, pending, placements)
         waiting = len(pending.order) // 2 if pending else 0
         # No batch is queued behind one that will probably end the measurement: if it does not, the next
         # is queued after it was judged (one idle moment); if it does, no batch was measured for nothing.
@@ -288,6 +299,11 @@ def measure_pair(
             current = _Queued(order, audited, handle, placement, launched_at, waited_at_launch=waited_at_launch)
         elif pending is None:
             break  # stopped, or at the sample cap
+        if pending is not None and not pending.closed_at:
+            _close(sampler, pending, placements)
+        if pending is not None and current is not None and current.launched_at < pending.closed_at:
+            # Queued behind ``pending``, ``current``'s window (and the host's wait over it) starts where that ended.
+            current.launched_at, current.waited_at_launch = pending.closed_at, pending.waited_at_close
         if readings is not None:
             readings.append(monitor.read())  # while ``current`` runs; after ``pending``, the last, otherwise
         if pending is not None:
@@ -298,7 +314,7 @@ def measure_pair(
                 batch_clock = monitor.judge(before, after, settings.discard_power_capped, during)
             if batch_clock is not None and batch_clock.throttled:
                 if current is not None:
-                    sampler.close(current.handle, None)  # drained and thrown away with it: it ran in the same window
+                    _close(sampler, current, None)  # drained and thrown away with it: it ran in the same window
                 throttled.append(
                     {
                         "after_samples": len(samples["reference"]),
@@ -342,6 +358,7 @@ def measure_pair(
             kept_at_placement[pending.placement] += 1
             windows.append([pending.launched_at, pending.closed_at])
             spans.append(sampler.span(pending.handle))
+            gaps_before.append(sampler.gap_before(pending.handle))
             host_cpus.append(current_cpu())
             host_waits.append(pending.host_wait_ms)
             positions, slept_ms = sampler.led(pending.handle)
@@ -373,11 +390,6 @@ def measure_pair(
                 stop_reason, stopping = "noise_target", True
             elif time.perf_counter() - started > settings.time_cap_s and n >= min(settings.min_samples, 10) and covered:
                 stop_reason, stopping = "time_cap", True
-        if current is not None:
-            sampler.close(current.handle, placements[current.placement].get(current.audited))
-            current.closed_at, waited_at_close = time.time(), waited_ns()
-            if current.waited_at_launch is not None and waited_at_close is not None:
-                current.host_wait_ms = (waited_at_close - current.waited_at_launch) / 1e6
         pending = current
     if not samples["reference"]:
         raise GpuThrottled(
@@ -434,6 +446,7 @@ def measure_pair(
         "batch_placement": placed,
         "batch_window": windows,
         "batch_span_ms": spans,
+        "batch_gap_before_ms": gaps_before,
         "batch_host_cpu": host_cpus,
         "batch_host_wait_ms": host_waits,
         "batch_led": led,
@@ -660,8 +673,9 @@ def summarise(values: list[float]) -> TimingSummary:
 @dataclass
 class _Queued:
     """A batch on its way: its interleaved order, the side it audits, the sampler's handle on it, its placement,
-    when it was launched and when the synchronisation after it returned (epoch seconds), and the measuring thread's
-    scheduler run delay at its launch (ns) and over its flight (ms; None where the system does not say)."""
+    when it was launched (queued behind a batch still in flight: when that one was closed) and when the
+    synchronisation after it returned (epoch seconds; 0.0 until it is closed), and the measuring thread's scheduler
+    run delay at its launch and at its close (ns) and over its flight (ms; None where the system does not say)."""
 
     order: list[str]
     audited: str | None
@@ -670,4 +684,15 @@ class _Queued:
     launched_at: float = 0.0
     closed_at: float = 0.0
     waited_at_launch: int | None = None
+    waited_at_close: int | None = None
     host_wait_ms: float | None = None
+
+
+def _close(sampler, queued: _Queued, placements: list[dict] | None) -> None:
+    """Close ``queued`` (``placements``: with its audit call, if it has one; None: without, as one thrown away) and
+    note when, and the host's wait over its flight."""
+    audit = placements[queued.placement].get(queued.audited) if placements is not None else None
+    sampler.close(queued.handle, audit)
+    queued.closed_at, queued.waited_at_close = time.time(), waited_ns()
+    if queued.waited_at_launch is not None and queued.waited_at_close is not None:
+        queued.host_wait_ms = (queued.waited_at_close - queued.waited_at_launch) / 1e6
