@@ -256,10 +256,15 @@ def test_a_batch_queued_behind_one_without_an_audit_starts_on_the_gpu_as_that_on
     )
     gaps, led = raw["batch_gap_before_ms"], raw["batch_led"]
     assert len(gaps) == len(led) == 20 and all(gap is not None and gap >= 0 for gap in gaps[1:])
-    audits = sum(len(values) for values in raw["sync_audit"].values())
+    # The audited batches whose calls were kept as samples (all of them, in batches this long).
+    audited = {batch for batches in raw["audit_sample_batch"].values() for batch in batches}
     flush_ms = tools.sampler.flush_bytes / 2e12 * 1e3  # over 2 TB/s on any GPU here
-    straight_on = [k for k in range(1, 20) if gaps[k] <= flush_ms + 0.05]
-    assert len(straight_on) >= 19 - audits, (gaps, audits)
+    after_unaudited = [k for k in range(1, 20) if k - 1 not in audited]
+    straight_on = [k for k in after_unaudited if gaps[k] <= flush_ms + 0.05]
+    # On the H200: 0.041 ms after each of 9 unaudited batches, 0.6-1.9 ms after the audited ones; a host stall may hold
+    # one back.
+    assert len(after_unaudited) >= 5 and 4 * len(straight_on) >= 3 * len(after_unaudited), (gaps, sorted(audited))
+    assert all(gaps[k] > flush_ms + 0.05 for k in range(1, 20) if k - 1 in audited), (gaps, sorted(audited))
     assert all(0 not in led[k] for k in straight_on), led
 
 
@@ -322,7 +327,7 @@ def test_an_audited_call_is_a_sample_where_its_batch_hid_its_launch_and_not_othe
     # Batches of at least 50 ms (``max_samples`` lets them grow that long): the audit call is queued after the host's
     # work between two batches (2-5 ms of NVML, the judgement), behind a batch that has run only that long since the
     # one before it ended.
-    settings = TimingSettings(min_samples=40, max_samples=2000, batch=5, batch_min_ms=50.0, warmup_ms=0.0)
+    settings = TimingSettings(min_samples=40, max_samples=2000, batch=5, batch_min_ms=50.0, warmup_ms=50.0)
     tools = timing_module.instruments(torch.device("cuda"), settings)
     timing, raw = timing_module.measure_pair(call, call, torch.device("cuda"), settings, "perf", 3, tools=tools)
     assert timing.audit_samples >= 2 * timing_module.MIN_AUDITS
