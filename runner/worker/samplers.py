@@ -340,11 +340,11 @@ class CudaSampler:
 
     def launch(self, fns, labels=None) -> dict:
         """Queue one sample per function, behind any batch still in flight; returns at once (unless every sample is
-        closed by a device-wide synchronisation, ``sync="device"``), the GPU still working on them. ``labels``: each function's side, for
-        the leads: where this sampler leads, a sample of a side with a lead that finds less work than that queued
-        ahead of it (``QueuedWork``) starts behind a GPU sleep that makes up the difference, before its flush
-        (``QueueLead``); a side whose host time covers most of its GPU time is first probed for a wait inside its
-        calls (``_probe_waits``), once, before the batch, and is not led where it waits."""
+        closed by a device-wide synchronisation, ``sync="device"``), the GPU still working on them. ``labels``: each
+        function's side, for the leads: where this sampler leads, a sample of a side with a lead that finds less work
+        than that queued ahead of it (``QueuedWork``) starts behind a GPU sleep that makes up the difference, before
+        its flush (``QueueLead``); a side whose host time covers most of its GPU time is first probed for a wait inside
+        its calls (``_probe_waits``), once, before the batch, and is not led where it waits."""
         called = self._audit_called[self._next_set]
         lead_events = self._lead_event_sets[self._next_set]
         pairs = self._pairs(len(fns) + 1)

@@ -5,8 +5,8 @@ alternate in a random order so that drift (clocks, temperature, other tenants) h
 sides equally. On a GPU: the L2 cache is flushed outside the timed region before every
 sample ("cold"), CUDA events bracket the call, and events are queued for a whole batch with
 one wait per batch so the host never makes the GPU wait; a sample that finds less work queued ahead of it
-than its side takes the host to queue a call (the call before it waited for the device, its batch is the first since an audit's
-synchronisation, or a quick call before a slow one) starts behind a GPU sleep that makes up the difference
+than its side takes the host to queue a call (the call before it waited for the device, its batch is the first since
+an audit's synchronisation, or a quick call before a slow one) starts behind a GPU sleep that makes up the difference
 (``samplers.QueueLead``, ``samplers.QueuedWork``). The loop runs one batch
 ahead: the next batch is queued behind the last one while that still runs, then the last one is waited for (its own
 last end event), read, judged and added to the noise estimate, so that the GPU goes from one batch to the next without
@@ -221,7 +221,8 @@ def measure_pair(
     added = 0
     # Placements are judged once each has JUDGED_BATCHES, once per count of them; none where none can be made.
     judged_count = len(placements) if grow is None or len(placements) >= settings.max_placements else 0
-    # Each kept batch's [launched, closed], epoch seconds: when it ran (runner/analysis/disturbances.py).
+    # Each kept batch's [launched, closed], epoch seconds: when it ran (runner/analysis/disturbances.py); one queued
+    # behind a batch still in flight from that one's close.
     windows: list[list[float]] = []
     # Each kept batch's span, ms: its first sample's start to its last one's end (``runner.bench``'s turn parts).
     spans: list[float] = []
