@@ -530,8 +530,10 @@ def batches_rest_parts(sampled: list) -> dict | None:
     """``turn_parts``'s ``batches_rest`` in two parts that add up to it, from each kept batch's span (its first
     sample's start to its last one's end on the sampler's clock, ``batch_span_ms`` in ``samples.json``): between
     the samples inside the batches (on a GPU the L2 flushes after each batch's first, the events, any wait for the
-    host's launches) and around them (each batch's first flush and launch, its audit's flush and synchronisation,
-    the synchronisation that closes it, the host's work between two batches). None where no samples file has the
+    host's launches) and around them (each batch's first flush and any lead, its audit's flush and synchronisation,
+    and where a batch began on an idle device, after an audit's synchronisation or where the host fell behind, the
+    host's work before its first sample; before the sixty-first session every batch was closed by a synchronisation
+    before the next was queued). None where no samples file has the
     spans (runs from before the twenty-eighth session). ``sampled``: from ``_turns_sampled``."""
     parts = {"between_samples": 0.0, "around_batches": 0.0}
     seen = False
@@ -556,9 +558,9 @@ def lead_seconds(sampled: list) -> float | None:
 def gpu_between_batches(sampled: list) -> dict | None:
     """The GPU's own gaps between the batches of each turn, from a batch's last end event to the next one's first start
     event (``batch_gap_before_ms`` in ``samples.json``, ``CudaSampler.gap_before``; each turn's first batch's, which
-    reaches back before the turn, left out), all turns together: how many, their sum (s) and median (ms). Part of
-    ``batches_rest_parts``' ``around_batches`` with the audit calls between, the first flush and any lead of each
-    batch in it. None where no samples file records a gap (runs from before the sixty-first session, or on the host
+    reaches back before the turn, and any unread, left out), all turns together: how many, their sum (s) and median
+    (ms). Each holds the next batch's first flush and any lead, and after an audited batch its audit call: what
+    ``batches_rest_parts``' ``around_batches`` holds, with the audit calls, which that leaves out. None where no samples file records a gap (runs from before the sixty-first session, or on the host
     clock). ``sampled``: from ``_turns_sampled``."""
     gaps = [gap for _, raw, *_ in sampled for gap in (raw.get("batch_gap_before_ms") or [])[1:] if gap is not None]
     if not gaps:

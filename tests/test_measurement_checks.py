@@ -614,6 +614,12 @@ class _AuditingHostSampler:
     def gap_before(self, handle: dict) -> None:
         return None
 
+    def queued_behind(self, handle: dict) -> bool:
+        return False
+
+    def forget_last(self) -> None:
+        """Nothing kept between batches."""
+
 
 def _measure_audited(sampler, seed=7, candidate=None, **overrides):
     import torch
@@ -879,3 +885,19 @@ def test_a_measurement_on_the_host_clock_leads_nothing_and_says_so():
     assert raw["batch_led"] == [[] for _ in raw["batch_placement"]] and len(raw["batch_led"]) == 4
     assert raw["batch_lead_ms"] == [0.0] * 4
     assert result.led_samples is None and result.lead_ms is None
+
+
+def test_each_sides_sync_gap_is_the_larger_of_its_audits_after_a_synchronisation_and_behind_a_chain():
+    """The audits of one side come in two shapes (``timing._sync_gaps``): after a synchronisation (chain 0) and behind
+    a chain of batches queued behind one another. Each shape's median is judged apart and the larger counts: three
+    clean audits after a synchronisation and two of 5 ms behind a chain give a gap of 4 ms, where the pooled median
+    would have given none."""
+    from runner.worker.timing import _sync_gaps
+
+    audits = {"reference": [1.0, 1.0, 1.1], "candidate": [1.0, 1.0, 1.0, 5.0, 5.0]}
+    chains = {"reference": [0, 0, 2], "candidate": [0, 0, 0, 1, 3]}
+    gaps = _sync_gaps(audits, chains, {"reference": 1.0, "candidate": 1.0})
+    assert gaps == pytest.approx({"reference": 0.1, "candidate": 4.0})
+    assert _sync_gaps(
+        {"reference": [], "candidate": [2.0]}, {"reference": [], "candidate": [0]}, {"candidate": 1.0}
+    ) == {"candidate": 1.0}

@@ -10,6 +10,7 @@ same thing for real.
 from __future__ import annotations
 
 import contextlib
+import statistics
 import types
 
 import pytest
@@ -32,6 +33,9 @@ class _SimulatedStream:
     def __init__(self, cycles_per_ms: float) -> None:
         self.host_ms = 0.0
         self.free_at = 0.0  # when the work queued so far ends
+        self.side_free_at = (
+            0.0  # when the work left on another stream ends: no event waits for it, a synchronisation does
+        )
         self.events_done_at = 0.0  # when the events recorded so far are done
         self.cycles_per_ms = cycles_per_ms
 
@@ -40,7 +44,7 @@ class _SimulatedStream:
         return self.free_at
 
     def synchronize(self, device=None) -> None:
-        self.host_ms = max(self.host_ms, self.free_at, self.events_done_at)
+        self.host_ms = max(self.host_ms, self.free_at, self.events_done_at, self.side_free_at)
 
     def sleep(self, cycles: int) -> None:
         self.queue(cycles / self.cycles_per_ms)
@@ -271,7 +275,7 @@ def test_the_timing_loop_queues_each_batch_behind_the_last_so_the_gpu_never_wait
     (no gap, no lead: the queue holds the last batch's work); a batch with an audit call is closed, the device waited
     for, before the next is queued, which then starts on an empty queue and is led. Both sides take the host 0.1 ms
     to queue 0.5 ms of GPU work. Each batch's window starts where the one it was queued behind was closed, so windows
-    do not overlap."""
+    do not overlap; each audit records the chain of batches queued ahead of its batch since the device was idle."""
     from runner.worker import timing as timing_module
     from runner.worker.clocks import ClockMonitor
     from runner.worker.protocol import TimingSettings
@@ -281,27 +285,27 @@ def test_the_timing_loop_queues_each_batch_behind_the_last_so_the_gpu_never_wait
         stream.queue(0.5)
 
     sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
-    read = []  # per batch read, when its first sample started and its last one ended, and whether it audited
+    read = []  # per batch read, when its first sample started and its last one ended
     times = sampler.times
 
     def recording_times(handle):
         pairs = handle["pairs"]
-        read.append((pairs[0][0].at, pairs[handle["samples"] - 1][1].at, handle["audited"]))
+        read.append((pairs[0][0].at, pairs[handle["samples"] - 1][1].at))
         return times(handle)
 
-    sampler.times = recording_times  # the events are reused every other batch: read as the loop reads them
+    sampler.times = recording_times  # the events are reused every third batch: read as the loop reads them
     settings = TimingSettings(min_samples=400, max_samples=400, batch=10, warmup_ms=0.0, target_noise=0.0)
     tools = timing_module.Instruments(sampler, ClockMonitor(None))
     timing, raw = timing_module.measure_pair(call, call, torch.device("cuda"), settings, "small", 5, tools=tools)
     assert len(raw["batch_window"]) == 40 and timing.reference.median_ms == pytest.approx(0.5)
     assert timing.audit_recheck is None  # no batches after the measured ones
-    batches = read[-40:]
+    batches, audited = read[-40:], raw["batch_audited"]
     behind, after_audit = 0, 0
-    for (_, ended, audited), (started, _, _), positions, gap in zip(
-        batches, batches[1:], raw["batch_led"][1:], raw["batch_gap_before_ms"][1:]
-    ):
+    for k in range(1, 40):
+        (_, ended), (started, _) = batches[k - 1], batches[k]
+        gap, positions = raw["batch_gap_before_ms"][k], raw["batch_led"][k]
         assert gap == pytest.approx(started - ended)  # the sampler's own reading of the gap
-        if audited:
+        if audited[k - 1]:
             after_audit += 1
             assert started - ended >= 0.5 and 0 in positions  # the audit call, then an empty queue: led
         else:
@@ -310,3 +314,100 @@ def test_the_timing_loop_queues_each_batch_behind_the_last_so_the_gpu_never_wait
     assert behind >= 20 and after_audit >= 2 * timing_module.MIN_AUDITS - 1
     windows = raw["batch_window"]
     assert all(earlier[1] <= later[0] <= later[1] for earlier, later in zip(windows, windows[1:]))
+    # The chains: 0 for an audited batch after an audited one; one more than the batch before for one behind it.
+    chain, expected = 0, {"reference": [], "candidate": []}
+    for k, side in enumerate(audited):
+        chain = chain + 1 if k and not audited[k - 1] else 0
+        if side:
+            expected[side].append(chain)
+    assert raw["sync_audit_chain"] == expected and max(max(c) for c in expected.values()) >= 2
+
+
+def test_the_recheck_takes_its_audits_after_a_synchronisation_and_behind_a_chain_of_batches(stream):
+    """A candidate that leaves 3 ms of work on another stream after each 0.5 ms call (test double's host model: no GPU
+    here), against a 5 ms reference, whose own calls outlast that work: its audits are flagged, and the fresh ones are
+    taken in both shapes the measured ones came in: ``RECHECK_AUDITS`` per side after a synchronisation and as many
+    queued behind a chain of unaudited batches as long as the measured audits' median chain, each batch of the chain
+    queued behind the last (the audited one starts on the GPU where the chain ended). Both shapes find the work: the
+    evidence stands. No sample of the recheck is kept."""
+    from runner.worker import timing as timing_module
+    from runner.worker.clocks import ClockMonitor
+    from runner.worker.integrity import unjoined_work
+    from runner.worker.protocol import TimingSettings
+
+    def reference():
+        stream.host_ms += 0.1
+        stream.queue(5.0)
+
+    def candidate():
+        stream.host_ms += 0.1
+        ends = stream.queue(0.5)
+        stream.side_free_at = max(stream.side_free_at, ends) + 3.0  # takes the call's output; not joined
+
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    spans = []  # each batch closed: its first sample's start and its last one's end on the GPU, read as it is closed
+    sampler_close = sampler.close
+
+    def recording_close(handle, audit=None):
+        sampler_close(handle, audit)
+        pairs = handle["pairs"]
+        spans.append((pairs[0][0].at, pairs[handle["samples"] - 1][1].at))
+
+    sampler.close = recording_close
+    settings = TimingSettings(min_samples=200, max_samples=200, batch=10, warmup_ms=0.0, target_noise=0.0)
+    tools = timing_module.Instruments(sampler, ClockMonitor(None))
+    timing, raw = timing_module.measure_pair(reference, candidate, torch.device("cuda"), settings, "s", 5, tools=tools)
+    recheck = timing.audit_recheck
+    assert recheck is not None and recheck["first_gap_ms"]["candidate"] > 2.5
+    measured_chains = [c for side in ("reference", "candidate") for c in raw["sync_audit_chain"][side] if c > 0]
+    assert measured_chains and recheck["chain"] == min(
+        timing_module.RECHECK_CHAIN_MAX, max(1, round(statistics.median(measured_chains)))
+    )
+    for side in ("reference", "candidate"):
+        chains = raw["sync_audit_recheck_chain"][side]
+        assert sorted(chains) == [0] * timing_module.RECHECK_AUDITS + [recheck["chain"]] * timing_module.RECHECK_AUDITS
+    fresh = raw["sync_audit_recheck"]["candidate"]
+    assert min(fresh) > 3.0 and timing.sync_gap_ms["candidate"] > 2.5
+    assert unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms, recheck) is not None
+    # The recheck's batches behind a chain, the last closed: in each audit's chain and its audited batch, each starts
+    # on the GPU where the one before ended; between two audits, the synchronisation after the first leaves a gap.
+    behind = sorted(spans[-2 * timing_module.RECHECK_AUDITS * (recheck["chain"] + 1) :])
+    gaps = [started - ended for (_, ended), (started, _) in zip(behind, behind[1:])]
+    assert all(gap >= -1e-9 for gap in gaps)
+    assert sum(gap > 1e-9 for gap in gaps) == 2 * timing_module.RECHECK_AUDITS - 1
+    assert len(raw["reference"]) == len(raw["candidate"]) == 200  # the recheck's samples are not kept
+
+
+def test_a_batch_closed_with_the_next_in_flight_drops_its_own_samples_from_the_work_ahead():
+    """``QueuedWork.done_through``: the samples up to a number are dropped (their batch was waited for), those queued
+    after it (the next batch's, still running) stay ahead of the next sample, whole."""
+
+    class NotDone:  # an end event the GPU has not passed (test double: no GPU here)
+        def query(self) -> bool:
+            return False
+
+    queued = samplers.QueuedWork()
+    numbers = [queued.add(NotDone(), queued_at_ns=0, expected_ms=1.0) for _ in range(5)]
+    later = [queued.add(NotDone(), queued_at_ns=10**9, expected_ms=2.0) for _ in range(3)]
+    assert numbers == [0, 1, 2, 3, 4] and later == [5, 6, 7]
+    queued.done_through(numbers[-1])
+    assert queued.ahead_ms(now_ns=10**9) == pytest.approx(6.0)  # the oldest left queued just now: its whole 2 ms
+    queued.done_through(later[-1])
+    assert queued.ahead_ms(now_ns=10**9) == 0.0
+
+
+def test_an_audited_batch_with_another_queued_behind_it_is_refused(stream):
+    """An audit call must follow its batch's samples: closing an audited batch once another batch has been queued
+    behind it (the timing loop closes it first) raises instead of timing the audit behind the later batch's work."""
+
+    def call():
+        stream.host_ms += 0.1
+        stream.queue(0.5)
+
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0)
+    first = sampler.launch([call] * 4)
+    second = sampler.launch([call] * 4)
+    with pytest.raises(RuntimeError, match="queued behind this one before its audit call"):
+        sampler.close(first, call)
+    sampler.close(second, call)  # the last queued: its audit follows its samples
+    assert sampler.times(second)[1] == pytest.approx(0.5)

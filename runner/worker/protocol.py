@@ -174,7 +174,9 @@ class Timing:
     throttled_batches: int = 0  # batches discarded because the GPU was slowed by heat or hardware
     cooled_s: float = 0.0  # idle seconds after throttled batches, waiting for the slowdown to clear
     power_capped_batches: int = 0  # kept batches during which the GPU ran at its software power cap
-    sync_gap_ms: dict = field(default_factory=dict)  # per side: synchronised audit minus event median (judged)
+    # Per side: synchronised audit minus event median (judged), the larger of its audits after a synchronisation and
+    # behind a chain of batches (timing._sync_gaps).
+    sync_gap_ms: dict = field(default_factory=dict)
     # Where the measurement's audits flagged unjoined work, a fresh set was judged instead (runner/worker/timing.py):
     # {"why": the first set's evidence, "first_gap_ms": its gaps, "audits_per_side": the recheck's, "seconds": its
     # time in the turn}; else None.

@@ -25,7 +25,7 @@ def warm_up(fns, sampler, warmup_ms: float, labels=None) -> float:
     """One round of ``fns`` (both sides of a measurement) in turn, two more where it was shorter than
     ``LONG_ROUND_MS``, queued as one batch (the first calls may compile or load: on the host, as they are queued),
     then the rest of ``warmup_ms``, the sides together, in batches of rounds sized from the first: a
-    synchronisation per batch, not one per call or round. A warm-up runs beside the last measurement's checks
+    wait per batch, not one per call or round. A warm-up runs beside the last measurement's checks
     after timing, whose every wait for the device then waits for a time slice too, and the next measurement waits
     for both (it was three batches of one round: BENCHMARKS.md, twenty-ninth session). The sides share it: what a
     warm-up settles (clocks, the caching allocator, lazily loaded code) is the GPU's or each side's first calls,
@@ -110,6 +110,13 @@ class HostSampler:
         """No GPU between batches on the host clock."""
         return None
 
+    def queued_behind(self, handle: dict) -> bool:
+        """A batch runs as it is launched: never behind another."""
+        return False
+
+    def forget_last(self) -> None:
+        """Nothing kept between batches on the host clock."""
+
     def span(self, handle: dict) -> float:
         """From the batch's first sample's start to its last one's end, in ms."""
         return handle["span"]
@@ -159,9 +166,10 @@ class QueueLead:
     def __init__(self) -> None:
         self._host: dict[str, collections.deque] = {}
         self._gpu: dict[str, collections.deque] = {}
-        # Each history's median, once asked, until the side's next call of that kind: ``launch`` asks for them once
-        # or more per side per batch, between two batches.
-        self._medians: dict[tuple[int, str], float] = {}
+        # Each side's host and GPU medians, once asked, until the side's next call of that kind: ``launch`` asks for
+        # them once or more per side per batch, between two batches.
+        self._host_median: dict[str, float] = {}
+        self._gpu_median: dict[str, float] = {}
         # Per side probed (``CudaSampler``'s wait probe): whether its calls wait for the device inside; such a side is
         # not led.
         self.waits: dict[str, bool] = {}
@@ -170,18 +178,18 @@ class QueueLead:
         """One call of ``label``'s side: its host time (from before the call to its return) or its GPU time."""
         if label is None:
             return
-        for kind, (times, value) in enumerate(((self._host, host_ms), (self._gpu, gpu_ms))):
+        for times, medians, value in ((self._host, self._host_median, host_ms), (self._gpu, self._gpu_median, gpu_ms)):
             if value is not None:
                 times.setdefault(label, collections.deque(maxlen=LEAD_HISTORY)).append(value)
-                self._medians.pop((kind, label), None)
+                medians.pop(label, None)
 
-    def _median(self, kind: int, label: str | None) -> float:
-        """The median of ``label``'s host (``kind`` 0) or GPU (1) history; 0.0 without one."""
-        key = (kind, label)
-        if key not in self._medians:
-            times = (self._host, self._gpu)[kind].get(label)
-            self._medians[key] = statistics.median(times) if times else 0.0
-        return self._medians[key]
+    @staticmethod
+    def _median(times: dict, medians: dict, label: str | None) -> float:
+        """The median of ``label``'s history in ``times``, kept in ``medians`` until it changes; 0.0 without one."""
+        if label not in medians:
+            history = times.get(label)
+            medians[label] = statistics.median(history) if history else 0.0
+        return medians[label]
 
     def _known(self, label: str | None) -> bool:
         """Whether ``label``'s side has a history of both kinds."""
@@ -189,12 +197,12 @@ class QueueLead:
 
     def gpu_ms(self, label: str | None) -> float:
         """The GPU time of a call of ``label``'s side (median of the last ``LEAD_HISTORY``), ms; 0.0 without one."""
-        return self._median(1, label)
+        return self._median(self._gpu, self._gpu_median, label)
 
     def host_ms(self, label: str | None) -> float:
         """The host time to queue a call of ``label``'s side (median of the last ``LEAD_HISTORY``), ms; 0.0 without
         one."""
-        return self._median(0, label)
+        return self._median(self._host, self._host_median, label)
 
     def lead_ms(self, label: str | None) -> float:
         """The work a sample of ``label``'s side needs queued ahead of it, ms; 0.0 where it has no history of both
@@ -294,7 +302,7 @@ class CudaSampler:
         self.leads = QueueLead() if lead else None
         self._cycles_per_ms = _sleep_cycles_per_ms(device) if lead else 0.0
         self._lead_event_sets: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = [[], [], []]
-        # The last end event of the batch launched last (``gap_before``).
+        # The last end event of the batch launched last (``gap_before``, ``queued_behind``); None after ``forget_last``.
         self._last_end: torch.cuda.Event | None = None
         self._queued = QueuedWork()
 
@@ -348,7 +356,9 @@ class CudaSampler:
         called = self._audit_called[self._next_set]
         lead_events = self._lead_event_sets[self._next_set]
         pairs = self._pairs(len(fns) + 1)
-        after, self._last_end = self._last_end, (pairs[len(fns) - 1][1] if fns else None)
+        previous_end, self._last_end = self._last_end, (pairs[len(fns) - 1][1] if fns else None)
+        # Queued behind a batch still running: that batch's last end event not yet passed as this one is launched.
+        behind = previous_end is not None and not previous_end.query()
         labels = list(labels) if labels is not None else [None] * len(fns)
         if self.leads is not None:
             for label in dict.fromkeys(labels):  # each side once, in the batch's order
@@ -395,7 +405,8 @@ class CudaSampler:
             "sleeps": sleeps,
             "lead_ms": 0.0,
             "last_queued": last_queued,
-            "after": after,
+            "previous_end": previous_end,
+            "behind": behind,
             "gap_ms": None,
         }
 
@@ -419,19 +430,20 @@ class CudaSampler:
         all the while the host launched it, as it is for the batch's samples: that time is a sample
         (``audit_sample``); where the GPU had run out of queued work, its launch may lie inside it, and it is not.
         """
+        count = handle["samples"]
         if audit is not None:
-            start, end = handle["pairs"][handle["samples"]]
+            if count and handle["pairs"][count - 1][1] is not self._last_end:  # its call must follow its samples
+                raise RuntimeError("another batch was queued behind this one before its audit call")
+            start, end = handle["pairs"][count]
             called = handle["audit_called"]
             self._flush()
             start.record()
             audit()
             called.record()
-            count = handle["samples"]
             handle["audit_sample"] = count > 0 and not handle["pairs"][count - 1][1].query()
             torch.cuda.synchronize(self.device)
             end.record()
             handle["audited"] = True
-        count = handle["samples"]
         if handle["audited"] or not count:
             torch.cuda.synchronize(self.device)
             self._queued.clear()
@@ -450,9 +462,9 @@ class CudaSampler:
             handle["lead_ms"] = sum(asleep.elapsed_time(awake) for _, _, asleep, awake in handle["sleeps"])
             if handle["lead_ms"] > 0:  # the rate the batch's leads ran at: the next batch's
                 self._cycles_per_ms = sum(cycles for _, cycles, _, _ in handle["sleeps"]) / handle["lead_ms"]
-        after = handle["after"]
-        if after is not None and count:  # its events stand until the third batch after it is launched
-            handle["gap_ms"] = after.elapsed_time(pairs[0][0])
+        previous_end = handle["previous_end"]
+        if previous_end is not None and count:  # its events stand until the third batch after it is launched
+            handle["gap_ms"] = previous_end.elapsed_time(pairs[0][0])
         return times, pairs[count][0].elapsed_time(pairs[count][1]) if handle["audited"] else None
 
     def audit_sample(self, handle: dict) -> float | None:
@@ -462,11 +474,20 @@ class CudaSampler:
             return None
         return handle["pairs"][handle["samples"]][0].elapsed_time(handle["audit_called"])
 
+    def queued_behind(self, handle: dict) -> bool:
+        """Whether the batch was queued behind one still running (its last end event not yet passed at the launch)."""
+        return handle["behind"]
+
+    def forget_last(self) -> None:
+        """The batch launched last was thrown away: the next batch's ``gap_before`` is None, not a gap across the
+        wait that came between."""
+        self._last_end = None
+
     def gap_before(self, handle: dict) -> float | None:
         """From the last sample's end of the batch launched before this one to this one's first sample's start, in ms,
         on the GPU's clock (read by ``times``): the GPU's wait between the two (the first sample's flush and lead, if
-        any, in it); None for the sampler's first batch. Read within two batches of this one's, while that one's
-        events still stand."""
+        any, in it); None for the sampler's first batch and after ``forget_last``. Read within two batches of this one's,
+        while that one's events still stand."""
         return handle["gap_ms"]
 
     def led(self, handle: dict) -> tuple[list[int], float]:

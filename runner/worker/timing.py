@@ -216,6 +216,7 @@ def measure_pair(
     ordered = {side: [] for side in sides}
     clocks = {side: [] for side in sides}
     placed: list[int] = []  # each kept batch's placement
+    batch_audited: list[str | None] = []  # each kept batch's audited side, None where it had no audit call
     launched_at_placement = [0] * len(placements)  # batches launched at each placement (the next: the fewest)
     kept_at_placement = [0] * len(placements)
     added = 0
@@ -232,7 +233,7 @@ def measure_pair(
     # The host CPU the measuring thread ran on as each kept batch was read (``host_cpu.py``).
     host_cpus: list[int | None] = []
     # How long the measuring thread waited, runnable, for a core while each kept batch was in flight: from before its
-    # launch to after its close (ms; ``host_cpu.py``).
+    # launch (queued behind a batch still running: from that one's close) to after its close (ms; ``host_cpu.py``).
     host_waits: list[float | None] = []
     # Each kept batch's samples that started behind a lead, by their position in its order, and its leads' sum, ms: the
     # GPU asleep ahead of them (``samplers.QueueLead``).
@@ -240,6 +241,9 @@ def measure_pair(
     lead_ms: list[float] = []
     led_count = dict.fromkeys(sides, 0)
     audits = {side: [] for side in sides}
+    # Per audit, the batches queued behind one another ahead of its batch since the device was last idle (0: its batch
+    # began on an idle device, after a synchronisation): the shape its call was made in (``_sync_gaps``).
+    audit_chains = {side: [] for side in sides}
     throttled: list[dict] = []
     cooled = 0.0
     power_capped = 0
@@ -262,7 +266,7 @@ def measure_pair(
     pending: _Queued | None = None  # queued last cycle, not judged yet (closed already where it audits)
     while True:
         current = None
-        if pending is not None and (pending.audited is not None or not sampler.queues_ahead):
+        if pending is not None and _closed_before_the_next(sampler, pending):
             _close(sampler, pending, placements)
         waiting = len(pending.order) // 2 if pending else 0
         # No batch is queued behind one that will probably end the measurement: if it does not, the next
@@ -298,12 +302,15 @@ def measure_pair(
             launched_at, waited_at_launch = time.time(), waited_ns()
             handle = sampler.launch([calls[side] for side in order], order)
             current = _Queued(order, audited, handle, placement, launched_at, waited_at_launch=waited_at_launch)
+            if pending is not None and sampler.queued_behind(handle):
+                current.chain = pending.chain + 1
         elif pending is None:
             break  # stopped, or at the sample cap
-        if pending is not None and not pending.closed_at:
+        if pending is not None and pending.closed_at is None:
             _close(sampler, pending, placements)
-        if pending is not None and current is not None and current.launched_at < pending.closed_at:
-            # Queued behind ``pending``, ``current``'s window (and the host's wait over it) starts where that ended.
+        if current is not None and current.chain:
+            # Queued behind ``pending`` while it still ran: ``current``'s window (and the host's wait over it) starts
+            # where that one was closed (at the latest: it may have ended while ``current`` was being queued).
             current.launched_at, current.waited_at_launch = pending.closed_at, pending.waited_at_close
         if readings is not None:
             readings.append(monitor.read())  # while ``current`` runs; after ``pending``, the last, otherwise
@@ -316,6 +323,7 @@ def measure_pair(
             if batch_clock is not None and batch_clock.throttled:
                 if current is not None:
                     _close(sampler, current, None)  # drained and thrown away with it: it ran in the same window
+                sampler.forget_last()  # the next batch's gap would span the cool-down
                 throttled.append(
                     {
                         "after_samples": len(samples["reference"]),
@@ -346,6 +354,7 @@ def measure_pair(
                 side_ms[side] += elapsed
             if audit_ms is not None:
                 audits[pending.audited].append(audit_ms)
+                audit_chains[pending.audited].append(pending.chain)
                 called_ms = sampler.audit_sample(pending.handle)
                 if called_ms is not None:
                     side = pending.audited
@@ -355,6 +364,7 @@ def measure_pair(
                     bisect.insort(ordered[side], called_ms)
                     side_ms[side] += called_ms
             order_log.extend(pending.order)
+            batch_audited.append(pending.audited if audit_ms is not None else None)
             placed.append(pending.placement)
             kept_at_placement[pending.placement] += 1
             windows.append([pending.launched_at, pending.closed_at])
@@ -392,6 +402,8 @@ def measure_pair(
             elif time.perf_counter() - started > settings.time_cap_s and n >= min(settings.min_samples, 10) and covered:
                 stop_reason, stopping = "time_cap", True
         pending = current
+    if sampler.queues_ahead:  # its last batch waited for by its end event: work left on another stream ends here
+        torch.cuda.synchronize(device)
     if not samples["reference"]:
         raise GpuThrottled(
             f"no sample kept: the GPU was slowed in all {len(throttled)} batches, {cooled:.1f} s of cool-down "
@@ -400,7 +412,9 @@ def measure_pair(
     ref = summarise(samples["reference"] + audit_samples["reference"])
     cand = summarise(samples["candidate"] + audit_samples["candidate"])
     medians = {"reference": ref.median_ms, "candidate": cand.median_ms}
-    gaps, recheck, rechecked = _judged_sync_gaps(audits, medians, sampler, placements, rng, batch)
+    gaps, recheck, rechecked, rechecked_chains = _judged_sync_gaps(
+        audits, audit_chains, medians, sampler, placements, rng, batch
+    )
     wall = time.perf_counter() - started
     leads = getattr(sampler, "leads", None)  # the CUDA sampler's, where it leads (samplers.QueueLead)
     kept_clocks = [c for c in clocks["reference"] if c is not None]
@@ -445,6 +459,7 @@ def measure_pair(
         **samples,
         "sm_clock_mhz": clocks,
         "batch_placement": placed,
+        "batch_audited": batch_audited,
         "batch_window": windows,
         "batch_span_ms": spans,
         "batch_gap_before_ms": gaps_before,
@@ -453,10 +468,12 @@ def measure_pair(
         "batch_led": led,
         "batch_lead_ms": lead_ms,
         "sync_audit": audits,
+        "sync_audit_chain": audit_chains,
         "audit_samples": audit_samples,
         "audit_sample_batch": audit_batches,
         "audit_sample_clock_mhz": audit_clocks,
         "sync_audit_recheck": rechecked,
+        "sync_audit_recheck_chain": rechecked_chains,
         "throttled_batches": throttled,
     }
     return timing, raw
@@ -476,46 +493,85 @@ RECHECK_AUDITS = 5
 
 def _judged_sync_gaps(
     audits: dict,
+    chains: dict,
     medians: dict,
     sampler,
     placements: list[dict],
     rng: random.Random,
     batch: int,
-) -> tuple[dict, dict | None, dict]:
+) -> tuple[dict, dict | None, dict, dict]:
     """The sync gaps to judge (``Timing.sync_gap_ms``), the recheck's record (``Timing.audit_recheck``) and its
-    audit times per side. The measurement's own gaps where they show no unjoined work (no audits: none shown);
-    else those of ``RECHECK_AUDITS`` fresh audits of each side against the same sample ``medians`` (by side).
+    audit times and chains per side. The measurement's own gaps where they show no unjoined work (no audits: none
+    shown); else those of ``RECHECK_AUDITS`` fresh audits of each side in each shape the measurement's were made in,
+    against the same sample ``medians`` (by side). ``chains``: per audit, the batches queued ahead of its batch since
+    the device was last idle (``_sync_gaps``).
 
     The fresh audits close batches made as the measurement's are (``batch`` pairs in the seed's random order,
     the placements in turn, the audited side alternating), whose samples are not kept: a candidate cannot tell
     them from the batches it was measured in. A recheck of a shape of its own would let it: batches of one
     call each, right after a device-wide synchronisation, passed a candidate that ran honestly for its first
-    two calls after every synchronisation and hid work in the rest (a reviewer's host model of it)."""
-    gaps = _sync_gaps(audits, medians)
+    two calls after every synchronisation and hid work in the rest (a reviewer's host model of it). The measured
+    batches come in two shapes, and so do the fresh ones: where the sampler queues ahead, an audited batch follows
+    either a synchronisation (after another audited batch) or a chain of unaudited batches queued behind one another,
+    the device never idle; the fresh audits are taken both ways, the chain as long as the measurement's behind its
+    audits (their median, at most ``RECHECK_CHAIN_MAX``), and each shape is judged on its own, the larger gap counting:
+    a candidate honest for as many calls after the device was idle as a batch holds, hiding work after that, passes
+    audits that follow a synchronisation and not those behind a chain."""
+    gaps = _sync_gaps(audits, chains, medians)
     suspicion = unjoined_work(gaps, medians["candidate"])
     if suspicion is None:
-        return gaps, None, {side: [] for side in _SIDES}
+        return gaps, None, {side: [] for side in _SIDES}, {side: [] for side in _SIDES}
     started = time.perf_counter()
-    first = rng.randrange(2)
+    behind = [chain for side in _SIDES for chain in chains[side] if chain > 0]
+    fillers = min(RECHECK_CHAIN_MAX, max(1, round(statistics.median(behind)))) if behind else 0
     rechecked = {side: [] for side in _SIDES}
-    for k in range(2 * RECHECK_AUDITS):
-        audited = _SIDES[(first + k) % 2]
-        calls = placements[(k // 2) % len(placements)]  # each side at every placement in turn
-        order = _batch_order(rng, batch)
-        _, audit_ms = run_batch(sampler, [calls[side] for side in order], calls[audited], labels=order)
-        rechecked[audited].append(audit_ms)
+    rechecked_chains = {side: [] for side in _SIDES}
+    for chain in sorted({0, fillers} if sampler.queues_ahead else {0}):
+        first = rng.randrange(2)
+        for k in range(2 * RECHECK_AUDITS):
+            audited = _SIDES[(first + k) % 2]
+            calls = placements[(k // 2) % len(placements)]  # each side at every placement in turn
+            ahead = None
+            for _ in range(chain):  # unaudited batches, each queued behind the last, none kept
+                order = _batch_order(rng, batch)
+                handle = sampler.launch([calls[side] for side in order], order)
+                if ahead is not None:
+                    sampler.close(ahead)
+                ahead = handle
+            order = _batch_order(rng, batch)
+            handle = sampler.launch([calls[side] for side in order], order)
+            if ahead is not None:
+                sampler.close(ahead)
+            sampler.close(handle, calls[audited])
+            rechecked[audited].append(sampler.times(handle)[1])
+            rechecked_chains[audited].append(chain if sampler.queued_behind(handle) else 0)
     recheck = {
         "why": suspicion,
         "first_gap_ms": gaps,
         "audits_per_side": RECHECK_AUDITS,
+        "chain": fillers if sampler.queues_ahead else None,
         "seconds": round(time.perf_counter() - started, 6),
     }
-    return _sync_gaps(rechecked, medians), recheck, rechecked
+    return _sync_gaps(rechecked, rechecked_chains, medians), recheck, rechecked, rechecked_chains
 
 
-def _sync_gaps(audits: dict, medians: dict) -> dict:
-    """Each audited side's median audit minus the median of its samples (``medians``, by side), in ms."""
-    return {side: statistics.median(audits[side]) - medians[side] for side in _SIDES if audits[side]}
+def _sync_gaps(audits: dict, chains: dict, medians: dict) -> dict:
+    """Each audited side's sync gap, in ms: its median audit minus the median of its samples (``medians``, by side),
+    for its audits that followed a synchronisation (chain 0) and for those behind a chain of batches apart (``chains``:
+    per audit, the batches queued ahead of its batch since the device was last idle), the larger of the two."""
+    gaps = {}
+    for side in _SIDES:
+        shapes = [
+            [audit for audit, chain in zip(audits[side], chains[side]) if (chain > 0) == behind] for behind in (0, 1)
+        ]
+        medians_by_shape = [statistics.median(shape) for shape in shapes if shape]
+        if medians_by_shape:
+            gaps[side] = max(medians_by_shape) - medians[side]
+    return gaps
+
+
+# The longest chain of unaudited batches a recheck queues ahead of an audited one (``_judged_sync_gaps``).
+RECHECK_CHAIN_MAX = 4
 
 
 # The most times ``TimingSettings.batch`` a batch holds, however short its calls (1,280 pairs at the default 20).
@@ -674,19 +730,28 @@ def summarise(values: list[float]) -> TimingSummary:
 @dataclass
 class _Queued:
     """A batch on its way: its interleaved order, the side it audits, the sampler's handle on it, its placement,
-    when it was launched (queued behind a batch still in flight: when that one was closed) and when the
-    synchronisation after it returned (epoch seconds; 0.0 until it is closed), and the measuring thread's scheduler
-    run delay at its launch and at its close (ns) and over its flight (ms; None where the system does not say)."""
+    when it was launched (queued behind a batch still running: when that one was closed) and when the
+    synchronisation after it returned (epoch seconds; None until it is closed), the measuring thread's scheduler
+    run delay at its launch and at its close (ns) and over its flight (ms; None where the system does not say), and
+    the batches queued behind one another ahead of it since the device was last idle (0: it began on an idle device)."""
 
     order: list[str]
     audited: str | None
     handle: object
     placement: int = 0
     launched_at: float = 0.0
-    closed_at: float = 0.0
+    closed_at: float | None = None
     waited_at_launch: int | None = None
     waited_at_close: int | None = None
+    chain: int = 0
     host_wait_ms: float | None = None
+
+
+def _closed_before_the_next(sampler, queued: _Queued) -> bool:
+    """Whether ``queued`` is closed before the next batch is queued, not after: where it has an audit call (which must
+    follow its samples, and whose synchronisation would wait for whatever came behind), or where the sampler runs each
+    batch as it is launched (``queues_ahead``: the host clock)."""
+    return queued.audited is not None or not sampler.queues_ahead
 
 
 def _close(sampler, queued: _Queued, placements: list[dict] | None) -> None:
