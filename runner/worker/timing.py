@@ -39,7 +39,9 @@ was queued (``CudaSampler.close``): 3.7 s of a full suite's 4.2 s of audits on t
 the GPU's work left out of every side's samples (BENCHMARKS.md, thirty-first session). Such samples count in
 each side's median, quartiles, noise and measured time, and are kept apart in ``samples.json``
 (``audit_samples``, with their batch and clock), so every batch keeps ``batch`` samples of each side.
-Where the measurement's audits would flag it, ``RECHECK_AUDITS`` fresh audits of each side are taken
+An audited batch follows a synchronisation or a chain of unaudited batches queued behind one another, and each side's
+audits of the two shapes are judged apart, the larger gap counting (``_sync_gaps``). Where the measurement's audits
+would flag it, ``RECHECK_AUDITS`` fresh audits of each side in each shape are taken
 before the turn ends, closing batches made as the measured ones are, whose samples are not kept (their
 audited calls neither), and the gap of those alone is judged (``audit_recheck`` records the first): a
 reference measured against itself on the H100 while other processes made CUDA contexts had audits of
@@ -515,8 +517,8 @@ def _judged_sync_gaps(
     either a synchronisation (after another audited batch) or a chain of unaudited batches queued behind one another,
     the device never idle; the fresh audits are taken both ways, the chain as long as the measurement's behind its
     audits (their median, at most ``RECHECK_CHAIN_MAX``), and each shape is judged on its own, the larger gap counting:
-    a candidate honest for as many calls after the device was idle as a batch holds, hiding work after that, passes
-    audits that follow a synchronisation and not those behind a chain."""
+    a candidate honest for as many calls after the device was idle as a batch holds, hiding work after that, would
+    show its work in the audits behind a chain alone, and a recheck after synchronisations alone would clear it."""
     gaps = _sync_gaps(audits, chains, medians)
     suspicion = unjoined_work(gaps, medians["candidate"])
     if suspicion is None:
