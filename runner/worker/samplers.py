@@ -357,13 +357,13 @@ class CudaSampler:
         lead_events = self._lead_event_sets[self._next_set]
         pairs = self._pairs(len(fns) + 1)
         previous_end, self._last_end = self._last_end, (pairs[len(fns) - 1][1] if fns else None)
-        # Queued behind a batch still running: that batch's last end event not yet passed as this one is launched.
-        behind = previous_end is not None and not previous_end.query()
         labels = list(labels) if labels is not None else [None] * len(fns)
         if self.leads is not None:
             for label in dict.fromkeys(labels):  # each side once, in the batch's order
                 if self.leads.to_probe(label):
                     self.leads.waits[label] = self._probe_waits(fns[labels.index(label)], label)
+        # Queued behind a batch still running: that batch's last end event not yet passed as this one is launched.
+        behind = previous_end is not None and not previous_end.query()
         leads = {label: self.leads.lead_ms(label) for label in set(labels)} if self.leads else {}
         expected = {label: self.leads.gpu_ms(label) for label in set(labels)} if self.leads else {}
         sleeps = []  # each lead: its sample's position in the batch, its cycles, its events
