@@ -265,11 +265,9 @@ def measure_pair(
     # every batch where the sampler runs each as it is launched (``queues_ahead``: the host clock). The reading
     # taken once j - 1 is closed falls inside j; the ones taken one cycle before and after it bracket j whole
     # (``readings[-3:]`` when j is judged).
-    pending: _Queued | None = None  # queued last cycle, not judged yet (closed already where it audits)
+    pending: _Queued | None = None  # queued last cycle, not judged yet
     while True:
         current = None
-        if pending is not None and _closed_before_the_next(sampler, pending):
-            _close(sampler, pending, placements)
         waiting = len(pending.order) // 2 if pending else 0
         # No batch is queued behind one that will probably end the measurement: if it does not, the next
         # is queued after it was judged (one idle moment); if it does, no batch was measured for nothing.
@@ -301,6 +299,11 @@ def measure_pair(
             placement = min(range(len(placements)), key=launched_at_placement.__getitem__)
             launched_at_placement[placement] += 1
             calls = placements[placement]
+            # ``pending``, where it is closed before the next batch is queued, is closed only now: the next batch's
+            # order, audit and placement were drawn while it still ran, and from its close the device idles until
+            # the next batch's first sample.
+            if pending is not None and _closed_before_the_next(sampler, pending):
+                _close(sampler, pending, placements)
             launched_at, waited_at_launch = time.time(), waited_ns()
             handle = sampler.launch([calls[side] for side in order], order)
             current = _Queued(order, audited, handle, placement, launched_at, waited_at_launch=waited_at_launch)
