@@ -560,8 +560,9 @@ def gpu_between_batches(sampled: list) -> dict | None:
     event (``batch_gap_before_ms`` in ``samples.json``, ``CudaSampler.gap_before``; each turn's first batch's, which
     reaches back before the turn, and any unread, left out), all turns together: how many, their sum (s) and median
     (ms). Each holds the next batch's first flush and any lead, and after an audited batch its audit call: what
-    ``batches_rest_parts``' ``around_batches`` holds, with the audit calls, which that leaves out. None where no samples file records a gap (runs from before the sixty-first session, or on the host
-    clock). ``sampled``: from ``_turns_sampled``."""
+    ``batches_rest_parts``' ``around_batches`` holds, with the audit calls, which that leaves out. None where no
+    samples file records a gap (runs from before the sixty-first session, or on the host clock). ``sampled``: from
+    ``_turns_sampled``."""
     gaps = [gap for _, raw, *_ in sampled for gap in (raw.get("batch_gap_before_ms") or [])[1:] if gap is not None]
     if not gaps:
         return None

@@ -247,19 +247,20 @@ class QueuedWork:
     def ahead_ms(self, now_ns: int) -> float:
         """The work still queued at ``now_ns``, ms: the later samples' expected times, and the least of the oldest's
         that is left."""
-        samples = self._samples
-        while samples and samples[0][1].query():
-            self._expected_ms -= samples.popleft()[3]
-        if not samples:
-            self._expected_ms = 0.0
+        self._drop_while(lambda number, end: end.query())
+        if not self._samples:
             return 0.0
-        _, _, queued_at_ns, oldest_ms = samples[0]
+        _, _, queued_at_ns, oldest_ms = self._samples[0]
         return self._expected_ms - oldest_ms + max(0.0, oldest_ms - (now_ns - queued_at_ns) / 1e6)
 
     def done_through(self, number: int) -> None:
         """The samples numbered up to ``number`` are done (their batch was waited for); later ones may not be."""
+        self._drop_while(lambda queued, end: queued <= number)
+
+    def _drop_while(self, done) -> None:
+        """Drop the oldest samples while ``done(number, end event)`` says so, and their expected times."""
         samples = self._samples
-        while samples and samples[0][0] <= number:
+        while samples and done(samples[0][0], samples[0][1]):
             self._expected_ms -= samples.popleft()[3]
         if not samples:
             self._expected_ms = 0.0
@@ -486,8 +487,8 @@ class CudaSampler:
     def gap_before(self, handle: dict) -> float | None:
         """From the last sample's end of the batch launched before this one to this one's first sample's start, in ms,
         on the GPU's clock (read by ``times``): the GPU's wait between the two (the first sample's flush and lead, if
-        any, in it); None for the sampler's first batch and after ``forget_last``. Read within two batches of this one's,
-        while that one's events still stand."""
+        any, in it); None for the sampler's first batch and after ``forget_last``. Read within two batches of this
+        one's, while that one's events still stand."""
         return handle["gap_ms"]
 
     def led(self, handle: dict) -> tuple[list[int], float]:

@@ -537,16 +537,12 @@ def _judged_sync_gaps(
             audited = _SIDES[(first + k) % 2]
             calls = placements[(k // 2) % len(placements)]  # each side at every placement in turn
             ahead = None
-            for _ in range(chain):  # unaudited batches, each queued behind the last, none kept
+            for _ in range(chain + 1):  # ``chain`` unaudited batches, then the audited one, each behind the last
                 order = _batch_order(rng, batch)
                 handle = sampler.launch([calls[side] for side in order], order)
                 if ahead is not None:
                     sampler.close(ahead)
                 ahead = handle
-            order = _batch_order(rng, batch)
-            handle = sampler.launch([calls[side] for side in order], order)
-            if ahead is not None:
-                sampler.close(ahead)
             sampler.close(handle, calls[audited])
             rechecked[audited].append(sampler.times(handle)[1])
             rechecked_chains[audited].append(chain if sampler.queued_behind(handle) else 0)
@@ -567,7 +563,8 @@ def _sync_gaps(audits: dict, chains: dict, medians: dict) -> dict:
     gaps = {}
     for side in _SIDES:
         shapes = [
-            [audit for audit, chain in zip(audits[side], chains[side]) if (chain > 0) == behind] for behind in (0, 1)
+            [audit for audit, chain in zip(audits[side], chains[side]) if (chain > 0) == behind]
+            for behind in (False, True)
         ]
         medians_by_shape = [statistics.median(shape) for shape in shapes if shape]
         if medians_by_shape:
