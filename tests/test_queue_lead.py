@@ -387,6 +387,108 @@ def test_the_recheck_takes_its_audits_after_a_synchronisation_and_behind_a_chain
     assert len(raw["reference"]) == len(raw["candidate"]) == 200  # the recheck's samples are not kept
 
 
+def _measured_with_audits_watched(stream, reference, candidate, seed: int, slow_audit=None):
+    """``timing.measure_pair`` on the simulated stream, 200 pairs in batches of 10 (20 batches; the first six audited,
+    a quarter of the rest), each batch's audited side and chain noted as it is closed; ``slow_audit(handle, audit)``,
+    where given, is called just before each audited batch's audit call is queued."""
+    from runner.worker import timing as timing_module
+    from runner.worker.clocks import ClockMonitor
+    from runner.worker.protocol import TimingSettings
+
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    close = sampler.close
+
+    def watched_close(handle, audit=None):
+        if audit is not None and slow_audit is not None:
+            slow_audit(handle, audit)
+        close(handle, audit)
+
+    sampler.close = watched_close
+    settings = TimingSettings(min_samples=200, max_samples=200, batch=10, warmup_ms=0.0, target_noise=0.0)
+    tools = timing_module.Instruments(sampler, ClockMonitor(None))
+    return timing_module.measure_pair(reference, candidate, torch.device("cuda"), settings, "s", seed, tools=tools)
+
+
+def test_one_slowed_audit_in_a_shape_of_few_is_topped_up_and_cleared_without_a_recheck(stream):
+    """A side's audits behind a chain are often one or two (the first six batches are audited after a synchronisation
+    each, a quarter of the rest after that), so one audit slowed by another process's work is that shape's median:
+    on the H200 4 of 568 candidate audits were slowed that far by themselves. Here the candidate's one audit behind a
+    chain finds 5 ms of someone else's work on the device (test double's host model: no GPU here): fresh audits bring
+    each thin shape up to ``MIN_AUDITS``, behind a chain as long as the recheck's, and the median of its three clears
+    the candidate; no recheck is taken, the samples stay the measurement's."""
+    from runner.worker import timing as timing_module
+    from runner.worker.integrity import unjoined_work
+
+    def reference():
+        stream.host_ms += 0.1
+        stream.queue(0.5)
+
+    def candidate():
+        stream.host_ms += 0.1
+        stream.queue(0.5)
+
+    slowed = []
+
+    def slow_audit(handle, audit):
+        if audit is candidate and handle["behind"] and not slowed:
+            slowed.append(stream.host_ms)
+            stream.side_free_at = max(stream.side_free_at, stream.free_at) + 5.0  # lands on the audit call
+
+    timing, raw = _measured_with_audits_watched(stream, reference, candidate, seed=2, slow_audit=slow_audit)
+    measured = raw["sync_audit_chain"]
+    assert measured == {"reference": [0, 0, 0, 3], "candidate": [0, 0, 0, 5]}  # seed 2: one of each side behind a chain
+    top_up = timing.audit_top_up
+    assert top_up is not None and top_up["first_gap_ms"]["candidate"] > 4.0 and "another stream" in top_up["why"]
+    assert top_up["chain"] == 4 and top_up["audits"] == {"reference": 2, "candidate": 2}
+    assert raw["sync_audit_top_up_chain"] == {"reference": [4, 4], "candidate": [4, 4]}
+    assert max(raw["sync_audit_top_up"]["candidate"]) < 1.0  # the fresh ones undisturbed
+    assert timing.audit_recheck is None and raw["sync_audit_recheck"] == {"reference": [], "candidate": []}
+    assert timing.sync_gap_ms["candidate"] < 0.5 and unjoined_work(timing.sync_gap_ms, 0.5) is None
+    assert len(raw["reference"]) == len(raw["candidate"]) == 200 and len(slowed) == 1
+    assert timing_module.MIN_AUDITS == 3
+
+
+def test_a_candidate_honest_for_a_batch_after_each_synchronisation_is_topped_up_then_rechecked(stream):
+    """A reviewer's model on the simulated stream: a candidate that leaves 3 ms on another stream in every call after
+    its eleventh since the last device-wide synchronisation (a batch of 10 and its audit call run clean after one). Its
+    audits behind a chain show the work; the top-up of that thin shape shows it again, and the recheck in both shapes
+    confirms it: the evidence stands, with the top-up and the recheck on record."""
+    syncs = {"count": 0, "seen": -1, "calls": 0}
+    synchronize = stream.synchronize
+
+    def counted_synchronize(device=None):
+        syncs["count"] += 1
+        synchronize(device)
+
+    stream.synchronize = counted_synchronize
+    torch.cuda.synchronize = counted_synchronize  # the fixture's monkeypatch restores torch's after the test
+
+    def reference():
+        stream.host_ms += 0.1
+        stream.queue(0.5)
+
+    def candidate():
+        stream.host_ms += 0.1
+        ends = stream.queue(0.5)
+        if syncs["seen"] != syncs["count"]:
+            syncs.update(seen=syncs["count"], calls=0)
+        syncs["calls"] += 1
+        if syncs["calls"] > 11:
+            stream.side_free_at = max(stream.side_free_at, ends) + 3.0
+
+    from runner.worker.integrity import unjoined_work
+
+    timing, raw = _measured_with_audits_watched(stream, reference, candidate, seed=2)
+    assert raw["sync_audit_chain"]["candidate"] == [0, 0, 0, 5]
+    clean = [a for a, c in zip(raw["sync_audit"]["candidate"], raw["sync_audit_chain"]["candidate"]) if c == 0]
+    assert max(clean) < 1.0  # honest where the device was synchronised a batch before
+    assert timing.audit_top_up is not None and min(raw["sync_audit_top_up"]["candidate"]) > 2.5
+    recheck = timing.audit_recheck
+    assert recheck is not None and recheck["first_gap_ms"]["candidate"] > 2.5
+    evidence = unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms, recheck)
+    assert evidence and "the audits were taken twice" in evidence
+
+
 def test_a_batch_closed_with_the_next_in_flight_drops_its_own_samples_from_the_work_ahead():
     """``QueuedWork.done_through``: the samples up to a number are dropped (their batch was waited for), those queued
     after it (the next batch's, still running) stay ahead of the next sample, whole."""

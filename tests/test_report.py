@@ -128,15 +128,21 @@ def test_the_report_names_the_evaluations_that_placement_moves():
 def test_the_report_names_the_evaluations_whose_audits_were_taken_twice():
     """A reference against itself on the H100 had its audits disturbed by other processes' CUDA contexts and
     was flagged for unjoined stream work; now fresh audits are judged, and the report lists every evaluation
-    that needed them with its verdict, so a confirmed flag and a cleared one are both visible."""
+    that needed them (a top-up of a shape's few audits, or a recheck) with its verdict, so a confirmed flag and a
+    cleared one are both visible."""
     frame = _frame([1.0, 1.0, 1.0])
     frame["audits_rechecked"] = [True, False, None]  # None: no timing (or a result from before)
     frame.loc[2, ["verdict", "reason"]] = ["integrity_violation", "unjoined_stream_work"]
     text = render_report(frame, {"name": "r"})
     assert "## Audits taken twice" in text and "1 evaluations:" in text
-    assert "| reference | t0 | correct |  |" in text and "| t1 |" not in text.split("## Audits taken twice")[1]
-    for before in (None, float("nan")):  # results from before the column: None, or NaN from an older JSONL
-        frame["audits_rechecked"] = before
+    assert "| reference | t0 | recheck | correct |  |" in text
+    assert "| t1 |" not in text.split("## Audits taken twice")[1]
+    frame["audits_topped_up"] = [True, True, None]  # t0 topped up, then rechecked; t1 cleared by its top-up
+    text = render_report(frame, {"name": "r"}).split("## Audits taken twice")[1]
+    assert "2 evaluations:" in text and "(2);" in text and "(1)." in text
+    assert "| reference | t1 | top-up | correct |  |" in text
+    for before in (None, float("nan")):  # results from before the columns: None, or NaN from an older JSONL
+        frame["audits_rechecked"] = frame["audits_topped_up"] = before
         assert "Audits taken twice" not in render_report(frame, {"name": "r"})
 
 

@@ -239,20 +239,38 @@ def _placement_section(frame: pd.DataFrame) -> list[str]:
 
 def _recheck_section(frame: pd.DataFrame) -> list[str]:
     """The evaluations whose measurement's sync audits would have flagged work left on another stream, so that
-    fresh audits were judged instead (runner/worker/timing.py): a disturbed GPU, or a candidate confirmed as
-    hiding work (its verdict says which). No section where none was."""
-    rechecked = frame[frame["audits_rechecked"].eq(True)]  # None or NaN (no timing, an older record): no
-    if rechecked.empty:
+    fresh audits were taken (runner/worker/timing.py): a side's few audits of one shape topped up and judged with
+    them, or five fresh ones per side judged instead; a disturbed GPU, or a candidate confirmed as hiding work (its
+    verdict says which). No section where none was."""
+    topped = _flagged(frame, "audits_topped_up")
+    rechecked = _flagged(frame, "audits_rechecked")
+    either = frame[topped | rechecked]
+    if either.empty:
         return []
     lines = ["## Audits taken twice", ""]
     lines += [
-        f"{len(rechecked)} evaluations: their measurement's audits (calls closed by a device-wide synchronisation) "
-        "ran longer than their events by more than unjoined stream work allows, so five fresh audits per side were "
-        "taken and judged instead; the first ones are in each result (`timing.audit_recheck`).",
+        f"{len(either)} evaluations: their measurement's audits (calls closed by a device-wide synchronisation) "
+        "ran longer than their events by more than unjoined stream work allows. Where a side had fewer than three "
+        f"audits of one kind, fresh ones topped them up and were judged with them ({int(topped.sum())}); where the "
+        f"audits still showed the work, five fresh ones per side were taken and judged instead ({int(rechecked.sum())}"
+        "). The first ones are in each result (`timing.audit_top_up`, `timing.audit_recheck`).",
         "",
     ]
-    rows = rechecked[["method", "task_id", "verdict", "reason"]].values.tolist()
-    return lines + _table(["method", "task", "verdict", "reason"], rows) + [""]
+    rows = [
+        [method, task, "recheck" if again else "top-up", verdict, reason]
+        for method, task, again, verdict, reason in zip(
+            either["method"], either["task_id"], rechecked[either.index], either["verdict"], either["reason"]
+        )
+    ]
+    return lines + _table(["method", "task", "audits", "verdict", "reason"], rows) + [""]
+
+
+def _flagged(frame: pd.DataFrame, column: str) -> pd.Series:
+    """Per evaluation, whether ``column`` is True (False where it is None or NaN: no timing, an older record, or a
+    column the records did not have yet)."""
+    if column not in frame:
+        return pd.Series(False, index=frame.index)
+    return frame[column].eq(True)
 
 
 def _autotuning_section(frame: pd.DataFrame) -> list[str]:

@@ -49,6 +49,8 @@ def child_record(job_dir: Path, result: Result, git_commit: str) -> ChildRecord:
         if timing.placement_noise is not None:  # several placements sampled (runner/worker/timing.py)
             metrics.update(placement_noise=timing.placement_noise, placement_spread=timing.placement_spread)
         params["timed_input_seed"] = timing.input_seed  # eval.timing.input_seed=<it> redoes this evaluation
+        if timing.audit_top_up:  # a shape's few audits flagged, topped up with fresh ones (runner/worker/timing.py)
+            metrics["audits_topped_up"] = 1.0
         if timing.audit_recheck:  # the first audits' evidence, judged again on fresh ones (runner/worker/timing.py)
             metrics["audits_rechecked"] = 1.0
     # The candidate's kernels with a choice of configs, by how they got theirs (runner/worker/autotuning.py; the
