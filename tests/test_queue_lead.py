@@ -39,6 +39,14 @@ class _SimulatedStream:
         self.events_done_at = 0.0  # when the events recorded so far are done
         self.cycles_per_ms = cycles_per_ms
 
+    def clock(self) -> types.SimpleNamespace:
+        """The ``time`` module's clocks on this stream's host clock (epoch seconds from 0)."""
+        return types.SimpleNamespace(
+            perf_counter_ns=lambda: int(self.host_ms * 1e6),
+            perf_counter=lambda: self.host_ms / 1000.0,
+            time=lambda: self.host_ms / 1000.0,
+        )
+
     def queue(self, gpu_ms: float) -> float:
         self.free_at = max(self.free_at, self.host_ms) + gpu_ms
         return self.free_at
@@ -82,7 +90,7 @@ def stream(monkeypatch):
     monkeypatch.setattr(torch.cuda, "synchronize", simulated.synchronize)
     monkeypatch.setattr(torch.cuda, "device", lambda device=None: contextlib.nullcontext())
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: types.SimpleNamespace(L2_cache_size=0))
-    monkeypatch.setattr(samplers, "time", types.SimpleNamespace(perf_counter_ns=lambda: int(simulated.host_ms * 1e6)))
+    monkeypatch.setattr(samplers, "time", simulated.clock())
     return simulated
 
 
@@ -274,7 +282,7 @@ def test_the_timing_loop_queues_each_batch_behind_the_last_so_the_gpu_never_wait
     once the next batch is queued behind it, so that next batch's first sample starts where the last one's ended
     (no gap, no lead: the queue holds the last batch's work); a batch with an audit call is closed, the device waited
     for, before the next is queued, which then starts on an empty queue and is led. Both sides take the host 0.1 ms
-    to queue 0.5 ms of GPU work. Each batch's window starts where the one it was queued behind was closed, so windows
+    to queue 0.5 ms of GPU work. Each batch's window starts where the one it was queued behind ended, so windows
     do not overlap; each audit records the chain of batches queued ahead of its batch since the device was idle. The
     host's 1 ms to draw a batch's order is spent while the batch before it runs, an audited one too: the gap after an
     audited batch is its audit call and the next first sample's lead, not that millisecond."""
@@ -330,6 +338,48 @@ def test_the_timing_loop_queues_each_batch_behind_the_last_so_the_gpu_never_wait
         if side:
             expected[side].append(chain)
     assert raw["sync_audit_chain"] == expected and max(max(c) for c in expected.values()) >= 2
+
+
+def test_a_batch_queued_behind_one_that_ends_while_it_is_queued_starts_its_window_where_that_one_ended(
+    stream, monkeypatch
+):
+    """Calls that take the host 0.3 ms to queue 0.1 ms of GPU work: the leads keep the queue one call's host time
+    long, so a batch queued behind the last one sees that one end a sample or two into its own queueing. Its window
+    starts there (seen ended within ``AHEAD_POLL_NS`` and one sample), not where the host closed that one after
+    queueing this one whole (6 ms of host time later, where the sixty-first session's loop started it, its first
+    samples outside it); the one ahead's window ends there too, so windows meet and do not overlap. With the loop's
+    clock the stream's host clock, every batch's samples on the GPU lie in its window, to a sample's host time (the
+    first of a batch may start before its predecessor is seen ended)."""
+    from runner.worker import timing as timing_module
+    from runner.worker.clocks import ClockMonitor
+    from runner.worker.protocol import TimingSettings
+
+    def call():
+        stream.host_ms += 0.3
+        stream.queue(0.1)
+
+    monkeypatch.setattr(timing_module, "time", stream.clock())
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    spans = []  # each batch closed: its first sample's start and its last one's end on the GPU (ms)
+    close = sampler.close
+
+    def recording_close(handle, audit=None):
+        close(handle, audit)
+        pairs = handle["pairs"]
+        spans.append((pairs[0][0].at, pairs[handle["samples"] - 1][1].at))
+
+    sampler.close = recording_close
+    settings = TimingSettings(min_samples=200, max_samples=200, batch=10, warmup_ms=0.0, target_noise=0.0)
+    tools = timing_module.Instruments(sampler, ClockMonitor(None))
+    _, raw = timing_module.measure_pair(call, lambda: call(), torch.device("cuda"), settings, "s", 2, tools=tools)
+    windows = [[1000.0 * edge for edge in window] for window in raw["batch_window"]]
+    spans = spans[-20:]  # the warm-up's rounds came before them
+    assert len(windows) == len(spans) == 20
+    assert all(earlier[1] <= later[0] for earlier, later in zip(windows, windows[1:]))
+    for k, ((launched, closed), (first, last)) in enumerate(zip(windows, spans)):
+        assert launched - 0.35 <= first and last <= closed + 1e-9  # its samples in it, to a sample's host time
+        if k:  # it starts where the one ahead was seen ended, within a sample's host time of its last end event
+            assert 0.0 <= launched - spans[k - 1][1] <= 0.35
 
 
 def test_the_recheck_takes_its_audits_after_a_synchronisation_and_behind_a_chain_of_batches(stream):

@@ -110,6 +110,10 @@ class HostSampler:
         """No GPU between batches on the host clock."""
         return None
 
+    def ahead_ended_at(self, handle: dict) -> None:
+        """None: no batch runs ahead of another on the host clock."""
+        return None
+
     def queued_behind(self, handle: dict) -> bool:
         """A batch runs as it is launched: never behind another."""
         return False
@@ -125,6 +129,10 @@ class HostSampler:
 # A lead is at most this long (ms), whatever the side's host time: a call that waits for the device inside (its host time
 # is then its GPU time, or more) is not led for longer than it runs, nor anything for longer than this.
 LEAD_MAX_MS = 5.0
+# While a batch is queued behind one still running, whether that one has ended is asked at most this often (ns): its
+# end, seen within this and one sample's queueing, bounds both batches' windows (``CudaSampler.ahead_ended_at``), for
+# one event query (about a microsecond) per 50 us of the host's queueing at most.
+AHEAD_POLL_NS = 50_000
 # A lead shorter than this (ms) is not queued: launching the sleep takes about as long as it would hide.
 LEAD_MIN_MS = 0.01
 # Each side's lead is the median of its last this many calls' host and GPU times.
@@ -365,12 +373,18 @@ class CudaSampler:
                     self.leads.waits[label] = self._probe_waits(fns[labels.index(label)], label)
         # Queued behind a batch still running: that batch's last end event not yet passed as this one is launched.
         behind = previous_end is not None and not previous_end.query()
+        # Where it is: when it was first seen ended while this one was queued (epoch s), polled as the samples are.
+        ahead_ended_at, polled_ns = None, time.perf_counter_ns()
         leads = {label: self.leads.lead_ms(label) for label in set(labels)} if self.leads else {}
         expected = {label: self.leads.gpu_ms(label) for label in set(labels)} if self.leads else {}
         sleeps = []  # each lead: its sample's position in the batch, its cycles, its events
         last_queued = None  # the batch's last sample's number in ``QueuedWork``
         for index, (fn, (start, end), label) in enumerate(zip(fns, pairs, labels)):
             queued_at = time.perf_counter_ns()
+            if behind and ahead_ended_at is None and queued_at - polled_ns >= AHEAD_POLL_NS:
+                polled_ns = queued_at
+                if previous_end.query():
+                    ahead_ended_at = time.time()
             lead_ms = leads.get(label, 0.0)
             if lead_ms > 0:
                 lead_ms -= self._queued.ahead_ms(queued_at)
@@ -396,6 +410,8 @@ class CudaSampler:
             end.record()
             if self.leads is not None:
                 last_queued = self._queued.add(end, queued_at, lead_ms + expected.get(label, 0.0))
+        if behind and ahead_ended_at is None and previous_end.query():
+            ahead_ended_at = time.time()
         return {
             "pairs": pairs,
             "samples": len(fns),
@@ -408,6 +424,7 @@ class CudaSampler:
             "last_queued": last_queued,
             "previous_end": previous_end,
             "behind": behind,
+            "ahead_ended_at": ahead_ended_at,
             "gap_ms": None,
         }
 
@@ -478,6 +495,12 @@ class CudaSampler:
     def queued_behind(self, handle: dict) -> bool:
         """Whether the batch was queued behind one still running (its last end event not yet passed at the launch)."""
         return handle["behind"]
+
+    def ahead_ended_at(self, handle: dict) -> float | None:
+        """Where the batch was queued behind one still running: when that one was first seen ended while this one was
+        being queued (epoch seconds; asked at most every ``AHEAD_POLL_NS`` as the samples are queued, and once more
+        after the last), else None (it ended after this one's launch returned, or none ran ahead)."""
+        return handle["ahead_ended_at"]
 
     def forget_last(self) -> None:
         """The batch launched last was thrown away: the next batch's ``gap_before`` is None, not a gap across the

@@ -227,7 +227,7 @@ def measure_pair(
     # Placements are judged once each has JUDGED_BATCHES, once per count of them; none where none can be made.
     judged_count = len(placements) if grow is None or len(placements) >= settings.max_placements else 0
     # Each kept batch's [launched, closed], epoch seconds: when it ran (runner/analysis/disturbances.py); one queued
-    # behind a batch still in flight from that one's close.
+    # behind a batch still in flight from where that one ended, which ends that one's window.
     windows: list[list[float]] = []
     # Each kept batch's span, ms: its first sample's start to its last one's end (``runner.bench``'s turn parts).
     spans: list[float] = []
@@ -316,9 +316,12 @@ def measure_pair(
         if pending is not None and pending.closed_at is None:
             _close(sampler, pending, placements)
         if current is not None and current.chain:
-            # Queued behind ``pending`` while it still ran: ``current``'s window (and the host's wait over it) starts
-            # where that one was closed (at the latest: it may have ended while ``current`` was being queued).
-            current.launched_at, current.waited_at_launch = pending.closed_at, pending.waited_at_close
+            # Queued behind ``pending`` while it still ran: the two windows meet where ``pending`` ended, as seen while
+            # ``current`` was queued, else where its close returned (it ended after ``current``'s launch: the host
+            # was waiting for it). The host's wait over ``current`` starts at that close.
+            seen_ended = sampler.ahead_ended_at(current.handle)
+            pending.ended_at = current.launched_at = seen_ended if seen_ended is not None else pending.closed_at
+            current.waited_at_launch = pending.waited_at_close
         if readings is not None:
             readings.append(monitor.read())  # while ``current`` runs; after ``pending``, the last, otherwise
         if pending is not None:
@@ -374,7 +377,7 @@ def measure_pair(
             batch_audited.append(pending.audited if audit_ms is not None else None)
             placed.append(pending.placement)
             kept_at_placement[pending.placement] += 1
-            windows.append([pending.launched_at, pending.closed_at])
+            windows.append([pending.launched_at, pending.closed_at if pending.ended_at is None else pending.ended_at])
             spans.append(sampler.span(pending.handle))
             gaps_before.append(sampler.gap_before(pending.handle))
             host_cpus.append(current_cpu())
@@ -797,7 +800,7 @@ def summarise(values: list[float]) -> TimingSummary:
 @dataclass
 class _Queued:
     """A batch on its way: its interleaved order, the side it audits, the sampler's handle on it, its placement,
-    when it was launched (queued behind a batch still running: when that one was closed) and when the
+    when it was launched (queued behind a batch still running: when that one ended) and when the
     synchronisation after it returned (epoch seconds; None until it is closed), the measuring thread's scheduler
     run delay at its launch and at its close (ns) and over its flight (ms; None where the system does not say), and
     the batches queued behind one another ahead of it since the device was last idle (0: it began on an idle device)."""
@@ -808,6 +811,7 @@ class _Queued:
     placement: int = 0
     launched_at: float = 0.0
     closed_at: float | None = None
+    ended_at: float | None = None  # where a batch queued behind it saw it end first (``CudaSampler.ahead_ended_at``)
     waited_at_launch: int | None = None
     waited_at_close: int | None = None
     chain: int = 0
