@@ -204,6 +204,7 @@ def duty(run_dir: Path) -> dict:
         "batches_rest_parts_s": batches_rest_parts(sampled),
         "leads_s": lead_seconds(sampled),
         "gpu_between_batches": gpu_between_batches(sampled),
+        "audits_taken_again": audits_taken_again(results),
         "short_batches": short_batches(sampled),
         "memory_released": memory_released(results),
     }
@@ -567,6 +568,22 @@ def gpu_between_batches(sampled: list) -> dict | None:
     if not gaps:
         return None
     return {"batches": len(gaps), "sum_s": sum(gaps) / 1000.0, "median_ms": statistics.median(gaps)}
+
+
+def audits_taken_again(results) -> dict:
+    """The evaluations whose measurement's sync audits would have flagged unjoined work, so that fresh audits were
+    taken in the turn after the last batch (``Timing.audit_top_up``: a shape's few audits brought up to three;
+    ``Timing.audit_recheck``: five per side in each shape judged instead), how many of each, and the seconds they
+    took, together (part of ``turn_parts``' ``after_last_batch``; none recorded before the sixty-second session's
+    top-up)."""
+    timings = [result.timing for _, result in results if result.timing]
+    topped = [t.audit_top_up for t in timings if t.audit_top_up]
+    rechecked = [t.audit_recheck for t in timings if t.audit_recheck]
+    return {
+        "topped_up": len(topped),
+        "rechecked": len(rechecked),
+        "seconds": sum(float(record.get("seconds") or 0.0) for record in topped + rechecked),
+    }
 
 
 def _around_batches(raw: dict, audit_calls: float) -> float:

@@ -373,6 +373,21 @@ def test_the_gpus_gaps_between_batches_are_summed_from_the_samples_files(two_pas
     assert figure["median_ms"] == pytest.approx(statistics.median(every)) and 0.04 < planted / count < 2.0
 
 
+def test_the_audits_taken_again_are_counted_with_their_seconds(two_passes, tmp_path: Path):
+    """``audits_taken_again``: a real CPU run takes no audits (the host clock), so none are counted; planted records in
+    its results (a top-up of 0.2 s in one, a top-up and a recheck of 1.5 s in another) are counted and summed."""
+    assert duty(two_passes[0])["audits_taken_again"] == {"topped_up": 0, "rechecked": 0, "seconds": 0.0}
+    run, results = _copy_of(two_passes[0], tmp_path)
+    assert len(results) >= 2
+    for path, records in zip(results, ({"audit_top_up": 0.2}, {"audit_top_up": 0.3, "audit_recheck": 1.5})):
+        result = json.loads(path.read_text())
+        for name, seconds in records.items():
+            result["timing"][name] = {"why": "planted", "first_gap_ms": {}, "seconds": seconds}
+        path.write_text(json.dumps(result))
+    figure = duty(run)["audits_taken_again"]
+    assert figure["topped_up"] == 2 and figure["rechecked"] == 1 and figure["seconds"] == pytest.approx(2.0)
+
+
 def test_evaluations_whose_batches_fell_short_of_batch_min_ms_are_counted(two_passes, tmp_path: Path):
     """``short_batches`` reads each job's ``batch_min_ms`` and its kept batches' spans: a least batch longer than
     every span counts every evaluation, by its pairs per batch, with the GPU's wait around those batches; one
