@@ -98,15 +98,23 @@ def _calls(stream: _SimulatedStream):
     """A side that takes the host 1 ms to queue 2 ms of GPU work, and one that queues 2 ms and waits for them (as
     ``torch.linalg.cholesky`` waits to check its result)."""
 
-    def host_paced():
-        stream.host_ms += 1.0
-        stream.queue(2.0)
+    host_paced = _queueing(stream, 1.0, 2.0)
 
     def waits_for_the_device():
         stream.queue(2.0)
         stream.synchronize()
 
     return {"candidate": host_paced, "reference": waits_for_the_device}
+
+
+def _queueing(stream: _SimulatedStream, host_ms: float, gpu_ms: float):
+    """A call that takes the host ``host_ms`` to queue ``gpu_ms`` of GPU work (a new closure each time)."""
+
+    def call():
+        stream.host_ms += host_ms
+        stream.queue(gpu_ms)
+
+    return call
 
 
 def _interleaved(sampler, calls, batches: int) -> tuple[list[float], list[float], list[list[int]]]:
@@ -229,9 +237,7 @@ def test_the_probe_takes_its_tries_again_where_its_sleeps_ran_short(stream):
     345 MHz run 5.7 times shorter at 1,980: the host outlasts them, and it would look as if it waited; the events give
     the rate they ran at, the tries are taken again at it, and the side is found not to wait."""
 
-    def quick():
-        stream.host_ms += 1.6
-        stream.queue(2.0)
+    quick = _queueing(stream, 1.6, 2.0)
 
     stream.cycles_per_ms = 0.345e6
     sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
@@ -250,13 +256,9 @@ def test_a_sample_behind_less_work_than_its_host_takes_to_queue_is_led_by_the_di
     what the queue lacks, 0.23 ms. The reference's samples are led only where what is ahead is counted low (the
     oldest sample's least), never at positions 4 and 6 here, and take 0.23 ms either way."""
 
-    def quick():
-        stream.host_ms += 0.1
-        stream.queue(0.23)
+    quick = _queueing(stream, 0.1, 0.23)
 
-    def slow_to_queue():
-        stream.host_ms += 0.4
-        stream.queue(0.23)
+    slow_to_queue = _queueing(stream, 0.4, 0.23)
 
     calls = {"reference": quick, "candidate": slow_to_queue}
     unled, quick_unled, _ = _interleaved(CudaSampler(torch.device("cuda"), False, False, 2.0), calls, 4)
@@ -290,9 +292,7 @@ def test_the_timing_loop_queues_each_batch_behind_the_last_so_the_gpu_never_wait
     from runner.worker.clocks import ClockMonitor
     from runner.worker.protocol import TimingSettings
 
-    def call():
-        stream.host_ms += 0.1
-        stream.queue(0.5)
+    call = _queueing(stream, 0.1, 0.5)
 
     sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
     read = []  # per batch read, when its first sample started and its last one ended
@@ -340,6 +340,36 @@ def test_the_timing_loop_queues_each_batch_behind_the_last_so_the_gpu_never_wait
     assert raw["sync_audit_chain"] == expected and max(max(c) for c in expected.values()) >= 2
 
 
+def _measured_on_the_stream(stream, reference, candidate, seed: int, slow_audit=None):
+    """``timing.measure_pair`` on the simulated stream, 200 pairs in batches of 10 (20 batches; the first six audited,
+    a quarter of the rest); ``slow_audit(handle, audit)``, where given, is called just before each audited batch's
+    audit call is queued. Returns the timing, the raw samples and each batch closed (the warm-up's rounds, the
+    measured batches, the fresh audits' batches): its first sample's start and its last one's end on the GPU (ms),
+    read as it is closed (its events are reused every third batch)."""
+    from runner.worker import timing as timing_module
+    from runner.worker.clocks import ClockMonitor
+    from runner.worker.protocol import TimingSettings
+
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    spans = []
+    close = sampler.close
+
+    def watched_close(handle, audit=None):
+        if audit is not None and slow_audit is not None:
+            slow_audit(handle, audit)
+        close(handle, audit)
+        pairs = handle["pairs"]
+        spans.append((pairs[0][0].at, pairs[handle["samples"] - 1][1].at))
+
+    sampler.close = watched_close
+    settings = TimingSettings(min_samples=200, max_samples=200, batch=10, warmup_ms=0.0, target_noise=0.0)
+    tools = timing_module.Instruments(sampler, ClockMonitor(None))
+    timing, raw = timing_module.measure_pair(
+        reference, candidate, torch.device("cuda"), settings, "s", seed, tools=tools
+    )
+    return timing, raw, spans
+
+
 def test_a_batch_queued_behind_one_that_ends_while_it_is_queued_starts_its_window_where_that_one_ended(
     stream, monkeypatch
 ):
@@ -351,27 +381,11 @@ def test_a_batch_queued_behind_one_that_ends_while_it_is_queued_starts_its_windo
     clock the stream's host clock, every batch's samples on the GPU lie in its window, to a sample's host time (the
     first of a batch may start before its predecessor is seen ended)."""
     from runner.worker import timing as timing_module
-    from runner.worker.clocks import ClockMonitor
-    from runner.worker.protocol import TimingSettings
 
-    def call():
-        stream.host_ms += 0.3
-        stream.queue(0.1)
+    call = _queueing(stream, 0.3, 0.1)
 
     monkeypatch.setattr(timing_module, "time", stream.clock())
-    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
-    spans = []  # each batch closed: its first sample's start and its last one's end on the GPU (ms)
-    close = sampler.close
-
-    def recording_close(handle, audit=None):
-        close(handle, audit)
-        pairs = handle["pairs"]
-        spans.append((pairs[0][0].at, pairs[handle["samples"] - 1][1].at))
-
-    sampler.close = recording_close
-    settings = TimingSettings(min_samples=200, max_samples=200, batch=10, warmup_ms=0.0, target_noise=0.0)
-    tools = timing_module.Instruments(sampler, ClockMonitor(None))
-    _, raw = timing_module.measure_pair(call, lambda: call(), torch.device("cuda"), settings, "s", 2, tools=tools)
+    _, raw, spans = _measured_on_the_stream(stream, call, lambda: call(), seed=2)
     windows = [[1000.0 * edge for edge in window] for window in raw["batch_window"]]
     spans = spans[-20:]  # the warm-up's rounds came before them
     assert len(windows) == len(spans) == 20
@@ -390,32 +404,16 @@ def test_the_recheck_takes_its_audits_after_a_synchronisation_and_behind_a_chain
     queued behind the last (the audited one starts on the GPU where the chain ended). Both shapes find the work: the
     evidence stands. No sample of the recheck is kept."""
     from runner.worker import timing as timing_module
-    from runner.worker.clocks import ClockMonitor
     from runner.worker.integrity import unjoined_work
-    from runner.worker.protocol import TimingSettings
 
-    def reference():
-        stream.host_ms += 0.1
-        stream.queue(5.0)
+    reference = _queueing(stream, 0.1, 5.0)
 
     def candidate():
         stream.host_ms += 0.1
         ends = stream.queue(0.5)
         stream.side_free_at = max(stream.side_free_at, ends) + 3.0  # takes the call's output; not joined
 
-    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
-    spans = []  # each batch closed: its first sample's start and its last one's end on the GPU, read as it is closed
-    sampler_close = sampler.close
-
-    def recording_close(handle, audit=None):
-        sampler_close(handle, audit)
-        pairs = handle["pairs"]
-        spans.append((pairs[0][0].at, pairs[handle["samples"] - 1][1].at))
-
-    sampler.close = recording_close
-    settings = TimingSettings(min_samples=200, max_samples=200, batch=10, warmup_ms=0.0, target_noise=0.0)
-    tools = timing_module.Instruments(sampler, ClockMonitor(None))
-    timing, raw = timing_module.measure_pair(reference, candidate, torch.device("cuda"), settings, "s", 5, tools=tools)
+    timing, raw, spans = _measured_on_the_stream(stream, reference, candidate, seed=5)
     recheck = timing.audit_recheck
     assert recheck is not None and recheck["first_gap_ms"]["candidate"] > 2.5
     measured_chains = [c for side in ("reference", "candidate") for c in raw["sync_audit_chain"][side] if c > 0]
@@ -437,28 +435,6 @@ def test_the_recheck_takes_its_audits_after_a_synchronisation_and_behind_a_chain
     assert len(raw["reference"]) == len(raw["candidate"]) == 200  # the recheck's samples are not kept
 
 
-def _measured_with_audits_watched(stream, reference, candidate, seed: int, slow_audit=None):
-    """``timing.measure_pair`` on the simulated stream, 200 pairs in batches of 10 (20 batches; the first six audited,
-    a quarter of the rest), each batch's audited side and chain noted as it is closed; ``slow_audit(handle, audit)``,
-    where given, is called just before each audited batch's audit call is queued."""
-    from runner.worker import timing as timing_module
-    from runner.worker.clocks import ClockMonitor
-    from runner.worker.protocol import TimingSettings
-
-    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
-    close = sampler.close
-
-    def watched_close(handle, audit=None):
-        if audit is not None and slow_audit is not None:
-            slow_audit(handle, audit)
-        close(handle, audit)
-
-    sampler.close = watched_close
-    settings = TimingSettings(min_samples=200, max_samples=200, batch=10, warmup_ms=0.0, target_noise=0.0)
-    tools = timing_module.Instruments(sampler, ClockMonitor(None))
-    return timing_module.measure_pair(reference, candidate, torch.device("cuda"), settings, "s", seed, tools=tools)
-
-
 def test_one_slowed_audit_in_a_shape_of_few_is_topped_up_and_cleared_without_a_recheck(stream):
     """A side's audits behind a chain are often one or two (the first six batches are audited after a synchronisation
     each, a quarter of the rest after that), so one audit slowed by another process's work is that shape's median:
@@ -469,13 +445,9 @@ def test_one_slowed_audit_in_a_shape_of_few_is_topped_up_and_cleared_without_a_r
     from runner.worker import timing as timing_module
     from runner.worker.integrity import unjoined_work
 
-    def reference():
-        stream.host_ms += 0.1
-        stream.queue(0.5)
+    reference = _queueing(stream, 0.1, 0.5)
 
-    def candidate():
-        stream.host_ms += 0.1
-        stream.queue(0.5)
+    candidate = _queueing(stream, 0.1, 0.5)
 
     slowed = []
 
@@ -484,7 +456,7 @@ def test_one_slowed_audit_in_a_shape_of_few_is_topped_up_and_cleared_without_a_r
             slowed.append(stream.host_ms)
             stream.side_free_at = max(stream.side_free_at, stream.free_at) + 5.0  # lands on the audit call
 
-    timing, raw = _measured_with_audits_watched(stream, reference, candidate, seed=2, slow_audit=slow_audit)
+    timing, raw, _ = _measured_on_the_stream(stream, reference, candidate, seed=2, slow_audit=slow_audit)
     measured = raw["sync_audit_chain"]
     assert measured == {"reference": [0, 0, 0, 3], "candidate": [0, 0, 0, 5]}  # seed 2: one of each side behind a chain
     top_up = timing.audit_top_up
@@ -513,9 +485,7 @@ def test_a_candidate_honest_for_a_batch_after_each_synchronisation_is_topped_up_
     stream.synchronize = counted_synchronize
     torch.cuda.synchronize = counted_synchronize  # the fixture's monkeypatch restores torch's after the test
 
-    def reference():
-        stream.host_ms += 0.1
-        stream.queue(0.5)
+    reference = _queueing(stream, 0.1, 0.5)
 
     def candidate():
         stream.host_ms += 0.1
@@ -528,7 +498,7 @@ def test_a_candidate_honest_for_a_batch_after_each_synchronisation_is_topped_up_
 
     from runner.worker.integrity import unjoined_work
 
-    timing, raw = _measured_with_audits_watched(stream, reference, candidate, seed=2)
+    timing, raw, _ = _measured_on_the_stream(stream, reference, candidate, seed=2)
     assert raw["sync_audit_chain"]["candidate"] == [0, 0, 0, 5]
     clean = [a for a, c in zip(raw["sync_audit"]["candidate"], raw["sync_audit_chain"]["candidate"]) if c == 0]
     assert max(clean) < 1.0  # honest where the device was synchronised a batch before
@@ -561,9 +531,7 @@ def test_an_audited_batch_with_another_queued_behind_it_is_refused(stream):
     """An audit call must follow its batch's samples: closing an audited batch once another batch has been queued
     behind it (the timing loop closes it first) raises instead of timing the audit behind the later batch's work."""
 
-    def call():
-        stream.host_ms += 0.1
-        stream.queue(0.5)
+    call = _queueing(stream, 0.1, 0.5)
 
     sampler = CudaSampler(torch.device("cuda"), False, False, 2.0)
     first = sampler.launch([call] * 4)
