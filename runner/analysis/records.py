@@ -61,9 +61,9 @@ def flatten(job: dict, result: Result) -> dict:
         "candidate_ms": timing.candidate.median_ms if timing else None,
         "ratio_noise": timing.ratio_noise if timing else None,
         "placement_noise": timing.placement_noise if timing else None,
-        # Its measurement's sync audits would have flagged unjoined work and fresh ones were judged (timing.py)
-        # A side's few audits of one shape flagged it and fresh ones topped them up (timing.py)
+        # A side's few audits of one shape would have flagged unjoined work and fresh ones topped them up (timing.py)
         "audits_topped_up": bool(timing.audit_top_up) if timing else None,
+        # Its measurement's sync audits (topped up or not) would have flagged it and fresh ones were judged (timing.py)
         "audits_rechecked": bool(timing.audit_recheck) if timing else None,
         "samples": timing.candidate.samples if timing else None,
         "measured_s": timing.measured_s if timing else 0.0,
