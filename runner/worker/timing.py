@@ -538,11 +538,11 @@ def _judged_sync_gaps(
     (torch_compile, a quarter of the suite, both passes; BENCHMARKS.md, sixty-second session), and a recheck takes
     ``2 * RECHECK_AUDITS`` audited batches per shape, each behind its chain. The top-up takes at most
     ``MIN_AUDITS - 1`` per thin shape."""
-    none = {side: [] for side in _SIDES}
+    empty = {side: [] for side in _SIDES}
     gaps = _sync_gaps(audits, chains, medians)
     suspicion = unjoined_work(gaps, medians["candidate"])
     if suspicion is None:
-        return gaps, None, None, {"top_up": none, "top_up_chain": none, "recheck": none, "recheck_chain": none}
+        return gaps, None, None, {"top_up": empty, "top_up_chain": empty, "recheck": empty, "recheck_chain": empty}
     fillers = _filler_chain(chains)
     started = time.perf_counter()
     thin = _thin_shapes(chains)
@@ -561,7 +561,7 @@ def _judged_sync_gaps(
         merged_chains = {side: chains[side] + topped_chains[side] for side in _SIDES}
         gaps = _sync_gaps(merged, merged_chains, medians)
         suspicion = unjoined_work(gaps, medians["candidate"])
-    fresh = {"top_up": topped, "top_up_chain": topped_chains, "recheck": none, "recheck_chain": none}
+    fresh = {"top_up": topped, "top_up_chain": topped_chains, "recheck": empty, "recheck_chain": empty}
     if suspicion is None:
         return gaps, top_up, None, fresh
     started = time.perf_counter()
