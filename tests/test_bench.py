@@ -386,6 +386,15 @@ def test_the_audits_taken_again_are_counted_with_their_seconds(two_passes, tmp_p
         path.write_text(json.dumps(result))
     figure = duty(run)["audits_taken_again"]
     assert figure["topped_up"] == 2 and figure["rechecked"] == 1 and figure["seconds"] == pytest.approx(2.0)
+    # The same records as each evaluation's columns (the report's "Audits taken twice") and MLflow metrics.
+    from runner.analysis.records import records_from_run_dir
+    from runner.tracking.child_record import child_record
+
+    frame = records_from_run_dir(run)
+    assert int(frame["audits_topped_up"].sum()) == 2 and int(frame["audits_rechecked"].sum()) == 1
+    metrics = [child_record(run / "jobs" / result.eval_id, result, "commit").metrics for _, result in job_results(run)]
+    assert sum(m.get("audits_topped_up", 0.0) for m in metrics) == 2.0
+    assert sum(m.get("audits_rechecked", 0.0) for m in metrics) == 1.0
 
 
 def test_evaluations_whose_batches_fell_short_of_batch_min_ms_are_counted(two_passes, tmp_path: Path):
