@@ -305,6 +305,7 @@ def test_an_audited_call_is_a_sample_where_its_batch_hid_its_launch_and_not_othe
     from runner.worker import timing as timing_module
     from runner.worker.protocol import TimingSettings
     from runner.worker.samplers import CudaSampler
+    from runner.worker.sync_audits import MIN_AUDITS
 
     x = torch.randn(1 << 26, device="cuda")  # 256 MiB: about 0.2 ms a call on an H100
 
@@ -333,7 +334,7 @@ def test_an_audited_call_is_a_sample_where_its_batch_hid_its_launch_and_not_othe
     settings = TimingSettings(min_samples=40, max_samples=2000, batch=5, batch_min_ms=50.0, warmup_ms=50.0)
     tools = timing_module.instruments(torch.device("cuda"), settings)
     timing, raw = timing_module.measure_pair(call, call, torch.device("cuda"), settings, "perf", 3, tools=tools)
-    assert timing.audit_samples >= 2 * timing_module.MIN_AUDITS
+    assert timing.audit_samples >= 2 * MIN_AUDITS
     for side in ("reference", "candidate"):
         assert len(raw["audit_samples"][side]) <= len(raw["sync_audit"][side])
         assert getattr(timing, side).samples == len(raw[side]) + len(raw["audit_samples"][side])

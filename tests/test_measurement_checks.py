@@ -640,7 +640,7 @@ def _measure_audited(sampler, seed=7, candidate=None, **overrides):
 def test_audits_three_per_side_then_the_share_drawn_from_the_seed(share):
     """Three audits of each side first, then later batches by the seed's draws (every batch with 1), which
     leave the interleaved order as the seed made it."""
-    from runner.worker.timing import MIN_AUDITS
+    from runner.worker.sync_audits import MIN_AUDITS
 
     timing, raw = _measure_audited(_AuditingHostSampler, audit_share=share)
     batches = 200 // 5
@@ -717,7 +717,7 @@ def test_audits_disturbed_while_measuring_are_taken_again_and_the_fresh_ones_jud
     """H100, a reference against itself while other processes made CUDA contexts: the candidate's audits were
     slowed (median 3.60 ms for a 0.715 ms call, the reference's 1.33), its gap's excess 2.28 ms, flagged. Five fresh audits per side,
     the sides alternating, are judged instead; the first gaps stay on record, the samples as measured."""
-    from runner.worker.timing import RECHECK_AUDITS
+    from runner.worker.sync_audits import RECHECK_AUDITS
 
     def candidate():
         return None
@@ -888,16 +888,16 @@ def test_a_measurement_on_the_host_clock_leads_nothing_and_says_so():
 
 
 def test_each_sides_sync_gap_is_the_larger_of_its_audits_after_a_synchronisation_and_behind_a_chain():
-    """The audits of one side come in two shapes (``timing._sync_gaps``): after a synchronisation (chain 0) and behind
+    """The audits of one side come in two shapes (``sync_audits.sync_gaps``): after a synchronisation (chain 0) and behind
     a chain of batches queued behind one another. Each shape's median is judged apart and the larger counts: three
     clean audits after a synchronisation and two of 5 ms behind a chain give a gap of 4 ms, where the pooled median
     would have given none."""
-    from runner.worker.timing import _sync_gaps
+    from runner.worker.sync_audits import sync_gaps
 
     audits = {"reference": [1.0, 1.0, 1.1], "candidate": [1.0, 1.0, 1.0, 5.0, 5.0]}
     chains = {"reference": [0, 0, 2], "candidate": [0, 0, 0, 1, 3]}
-    gaps = _sync_gaps(audits, chains, {"reference": 1.0, "candidate": 1.0})
+    gaps = sync_gaps(audits, chains, {"reference": 1.0, "candidate": 1.0})
     assert gaps == pytest.approx({"reference": 0.1, "candidate": 4.0})
-    assert _sync_gaps(
+    assert sync_gaps(
         {"reference": [], "candidate": [2.0]}, {"reference": [], "candidate": [0]}, {"candidate": 1.0}
     ) == {"candidate": 1.0}

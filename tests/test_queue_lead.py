@@ -16,7 +16,7 @@ import types
 import pytest
 import torch
 
-from runner.worker import samplers
+from runner.worker import samplers, sync_audits
 from runner.worker.samplers import CudaSampler, run_batch
 
 
@@ -328,7 +328,7 @@ def test_the_timing_loop_queues_each_batch_behind_the_last_so_the_gpu_never_wait
         else:
             behind += 1
             assert started == pytest.approx(ended) and 0 not in positions
-    assert behind >= 20 and after_audit >= 2 * timing_module.MIN_AUDITS - 1
+    assert behind >= 20 and after_audit >= 2 * sync_audits.MIN_AUDITS - 1
     windows = raw["batch_window"]
     assert all(earlier[1] <= later[0] <= later[1] for earlier, later in zip(windows, windows[1:]))
     # The chains: 0 for an audited batch after an audited one; one more than the batch before for one behind it.
@@ -403,7 +403,6 @@ def test_the_recheck_takes_its_audits_after_a_synchronisation_and_behind_a_chain
     queued behind a chain of unaudited batches as long as the measured audits' median chain, each batch of the chain
     queued behind the last (the audited one starts on the GPU where the chain ended). Both shapes find the work: the
     evidence stands. No sample of the recheck is kept."""
-    from runner.worker import timing as timing_module
     from runner.worker.integrity import unjoined_work
 
     reference = _queueing(stream, 0.1, 5.0)
@@ -418,20 +417,20 @@ def test_the_recheck_takes_its_audits_after_a_synchronisation_and_behind_a_chain
     assert recheck is not None and recheck["first_gap_ms"]["candidate"] > 2.5
     measured_chains = [c for side in ("reference", "candidate") for c in raw["sync_audit_chain"][side] if c > 0]
     assert measured_chains and recheck["chain"] == min(
-        timing_module.RECHECK_CHAIN_MAX, max(1, round(statistics.median(measured_chains)))
+        sync_audits.RECHECK_CHAIN_MAX, max(1, round(statistics.median(measured_chains)))
     )
     for side in ("reference", "candidate"):
         chains = raw["sync_audit_recheck_chain"][side]
-        assert sorted(chains) == [0] * timing_module.RECHECK_AUDITS + [recheck["chain"]] * timing_module.RECHECK_AUDITS
+        assert sorted(chains) == [0] * sync_audits.RECHECK_AUDITS + [recheck["chain"]] * sync_audits.RECHECK_AUDITS
     fresh = raw["sync_audit_recheck"]["candidate"]
     assert min(fresh) > 3.0 and timing.sync_gap_ms["candidate"] > 2.5
     assert unjoined_work(timing.sync_gap_ms, timing.candidate.median_ms, recheck) is not None
     # The recheck's batches behind a chain, the last closed: in each audit's chain and its audited batch, each starts
     # on the GPU where the one before ended; between two audits, the synchronisation after the first leaves a gap.
-    behind = sorted(spans[-2 * timing_module.RECHECK_AUDITS * (recheck["chain"] + 1) :])
+    behind = sorted(spans[-2 * sync_audits.RECHECK_AUDITS * (recheck["chain"] + 1) :])
     gaps = [started - ended for (_, ended), (started, _) in zip(behind, behind[1:])]
     assert all(gap >= -1e-9 for gap in gaps)
-    assert sum(gap > 1e-9 for gap in gaps) == 2 * timing_module.RECHECK_AUDITS - 1
+    assert sum(gap > 1e-9 for gap in gaps) == 2 * sync_audits.RECHECK_AUDITS - 1
     assert len(raw["reference"]) == len(raw["candidate"]) == 200  # the recheck's samples are not kept
 
 
@@ -442,7 +441,6 @@ def test_one_slowed_audit_in_a_shape_of_few_is_topped_up_and_cleared_without_a_r
     chain finds 5 ms of someone else's work on the device (test double's host model: no GPU here): fresh audits bring
     each thin shape up to ``MIN_AUDITS``, behind a chain as long as the recheck's, and the median of its three clears
     the candidate; no recheck is taken, the samples stay the measurement's."""
-    from runner.worker import timing as timing_module
     from runner.worker.integrity import unjoined_work
 
     reference = _queueing(stream, 0.1, 0.5)
@@ -467,7 +465,7 @@ def test_one_slowed_audit_in_a_shape_of_few_is_topped_up_and_cleared_without_a_r
     assert timing.audit_recheck is None and raw["sync_audit_recheck"] == {"reference": [], "candidate": []}
     assert timing.sync_gap_ms["candidate"] < 0.5 and unjoined_work(timing.sync_gap_ms, 0.5) is None
     assert len(raw["reference"]) == len(raw["candidate"]) == 200 and len(slowed) == 1
-    assert timing_module.MIN_AUDITS == 3
+    assert sync_audits.MIN_AUDITS == 3
 
 
 def test_a_candidate_honest_for_a_batch_after_each_synchronisation_is_topped_up_then_rechecked(stream):

@@ -94,7 +94,7 @@ class TimingSettings:
     # still ran as it was launched: timing.py). "device": every sample is closed by a device-wide
     # synchronisation.
     sync: str = "events"
-    # With "events": batches audit until each side has three audits (timing.MIN_AUDITS), then each later
+    # With "events": batches audit until each side has three audits (sync_audits.MIN_AUDITS), then each later
     # batch one side with this chance (drawn from the seed). Every audit is one more call in the turn, kept as a
     # sample (its synchronisation and the host's round trip are not): it was 2.5% of a long kernel's measured
     # time, unmeasured, when every batch audited (BENCHMARKS.md, fourteenth session). 1: every batch.
@@ -175,14 +175,14 @@ class Timing:
     cooled_s: float = 0.0  # idle seconds after throttled batches, waiting for the slowdown to clear
     power_capped_batches: int = 0  # kept batches during which the GPU ran at its software power cap
     # Per side: synchronised audit minus event median (judged), the larger of its audits after a synchronisation and
-    # behind a chain of batches (timing._sync_gaps).
+    # behind a chain of batches (sync_audits.sync_gaps).
     sync_gap_ms: dict = field(default_factory=dict)
     # Where the measurement's audits flagged unjoined work with a side's audits of one shape fewer than MIN_AUDITS, fresh
-    # ones brought those shapes up to it and were judged with the measured ones (runner/worker/timing.py): {"why": the
+    # ones brought those shapes up to it and were judged with the measured ones (runner/worker/sync_audits.py): {"why": the
     # measured audits' evidence, "first_gap_ms": their gaps, "audits": the fresh ones per side, "chain": the batches
     # queued ahead of those behind a chain, "seconds": their time in the turn}; else None.
     audit_top_up: dict | None = None
-    # Where the audits (topped up, if they were) still flagged it, a fresh set was judged instead (timing.py):
+    # Where the audits (topped up, if they were) still flagged it, a fresh set was judged instead (sync_audits.py):
     # {"why": the first set's evidence, "first_gap_ms": its gaps, "audits_per_side": the recheck's, "seconds": its
     # time in the turn}; else None.
     audit_recheck: dict | None = None
