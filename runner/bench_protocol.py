@@ -22,7 +22,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner.bench import BadInput, CommandFailed, ncu, overlap, repeat
+from runner.analysis.ncu import ncu
+from runner.analysis.repeatability import overlap, repeat
+from runner.bench_errors import BadInput, CommandFailed
 from runner.bench_targets import judge, over_targets, print_targets
 from runner.paths import CONF_DIR
 from runner.rundir import is_finished

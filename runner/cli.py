@@ -354,7 +354,7 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
     manifest["setup_s"] = manifest.get("setup_s", 0.0) + setup.total()
     manifest["setup_parts_s"] = added_parts(manifest.get("setup_parts_s"), setup.parts)
     # This invocation's process start and sweep start, epoch seconds (a resumed run keeps its last): what the sweep's
-    # first job and measurement waited for from there, with the workers' records (``runner.bench.sweep_start``).
+    # first job and measurement waited for from there, with the workers' records (``runner.analysis.duty.sweep_start``).
     manifest["last_invocation"] = {"process_started": setup.process_started, "sweep_started": time.time()}
     try:
         orchestrator.run(evaluations)

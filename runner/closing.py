@@ -7,10 +7,10 @@ import json
 
 from rich.console import Console
 
+from runner.analysis.duty import duty
 from runner.analysis.metrics import summary
 from runner.analysis.records import records_from_run_dir
 from runner.analysis.report import render_report
-from runner.bench import duty
 from runner.rundir import RunDir
 from runner.tracking.mlflow_sink import MlflowSink, SinkError
 
@@ -18,7 +18,7 @@ from runner.tracking.mlflow_sink import MlflowSink, SinkError
 def finish(run_dir: RunDir, manifest: dict, sink: MlflowSink | None, console: Console) -> str:
     """Write the report and results, close the parent run; returns the report text."""
     frame = records_from_run_dir(run_dir.path)
-    # Where the wall time went (runner/bench.py, duty), read off the results' token windows; kept in
+    # Where the wall time went (runner/analysis/duty.py), read off the results' token windows; kept in
     # the manifest, so a report rendered later, from the directory or from MLflow, says the same.
     # And where the evaluations' slots spent theirs, where the results say (``slot_parts_s``).
     figures = duty(run_dir.path)

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from runner.analysis.autotune import kernels_alike, kernels_differing, ran_configs
-from runner.bench import repeat
+from runner.analysis.repeatability import repeat
 from runner.tracking.child_record import child_record
 from runner.worker.autotuning import autotuning_record, config_dict, inductor_kernels, triton_autotuners
 from runner.worker.evaluate import evaluate

@@ -16,9 +16,12 @@ from pathlib import Path
 import pytest
 
 from runner.analysis.disturbances import EXIT_WINDOW_S, HOST_WAIT_MIN_MS, WHEN_BIN_S, WHEN_BINS, disturbances
+from runner.analysis.duty import duty
 from runner.analysis.host_pace import MIN_SAMPLES, host_pace
+from runner.analysis.ncu import ncu
 from runner.analysis.records import job_results
-from runner.bench import NOT_IN_A_SLOT, SLOT_STATES, duty, ncu, overlap, repeat
+from runner.analysis.repeatability import overlap, repeat
+from runner.analysis.slot_states import NOT_IN_A_SLOT, SLOT_STATES
 from runner.methods import METHODS
 from runner.paths import TASKS_DIR
 from runner.tasks.loader import load_native_tasks
@@ -756,7 +759,7 @@ def test_between_turns_splits_hand_overs_from_cohorts(two_passes):
     """The time between turns in two kinds (a full suite on the H100: 182 hand-overs of
     43 ms, the next warm-up beside the last checks; 39 gaps of 0.73 s, seven evaluations' first shared phases
     each): read off the windows, per lane."""
-    from runner.bench import HAND_OVER_S, between_turns
+    from runner.analysis.between_turns import HAND_OVER_S, between_turns
 
     shared, exclusive = "shared", "exclusive"
     lane = [
@@ -814,7 +817,8 @@ def test_between_turns_says_what_each_longer_gap_waited_for():
     gap between the turns is b's worker start, first phase and approach; the slots' seconds in the gap are a's end
     and b's states, and the rest of them held no evaluation; a warm-up's windows in the gap are counted, clipped;
     once b had asked for its turn it waited for the warm-up's window that cut in, told to at 2.3 s."""
-    from runner.bench import WARMUP_CUTTING_IN, WARMUP_GATED, between_turns, evaluation_states, warmup_states
+    from runner.analysis.between_turns import between_turns
+    from runner.analysis.slot_states import WARMUP_CUTTING_IN, WARMUP_GATED, evaluation_states, warmup_states
 
     shared, exclusive = "shared", "exclusive"
     a = _evaluation(0.0, 0.05, 0.1, 0.2, [(0.3, 0.8, shared), (0.9, 1.0, shared), (1.0, 2.0, exclusive),
@@ -856,7 +860,7 @@ def test_between_turns_says_what_each_longer_gap_waited_for():
     # (``slot_parts``), the worker's split by its windows, and add up to the same parts.
     from types import SimpleNamespace
 
-    from runner.bench import seconds_in_states, slot_parts
+    from runner.analysis.slot_states import seconds_in_states, slot_parts
 
     marks = {"taken": 0.0, "prepared": 0.1, "gated": 0.2, "first_try": {"admitted": 0.3, "ran": 0.4}, "admitted": 0.5,
              "ran": 2.1, "collected": 2.2, "read_after": 2.3}  # fmt: skip

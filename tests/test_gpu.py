@@ -1185,7 +1185,7 @@ def test_the_result_names_the_configs_the_candidates_autotuned_kernels_ran(tmp_p
     the config each ran, every choice read from the cache (``hit``); ``repeat`` finds the pairs alike. A candidate's
     own ``@triton.autotune`` kernel, called on the GPU, records the config Triton chose for the key it was called with
     (runner/worker/autotuning.py)."""
-    from runner.bench import repeat
+    from runner.analysis.repeatability import repeat
     from runner.warmup_beside import warmup_windows
     from runner.worker.evaluate import evaluate
     from runner.worker.protocol import TimingSettings

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from runner.bench import duty
+from runner.analysis.duty import duty
 from runner.configure import compose_config, hashed_yaml, to_settings
 from runner.worker.memory_release import GIB, SCRUB_S_PER_GIB, release_device_memory, scrub_seconds
 from tests.conftest import one_task_reference_run

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.bench import duty
+from runner.analysis.duty import duty
 from runner.worker.device_token import EXCLUSIVE, SHARED, token_windows
 from runner.worker.protocol import STAGE_FILE
 from tests.conftest import (
@@ -264,7 +264,7 @@ def test_compile_warm_up_beside_the_sweep(tmp_path: Path, within):
     only after its candidate's warm-up ended. Every warm-up's windows are in the run's warmup.jsonl. With
     ``executor.warmup_cut_in_within=0`` a warm-up's windows cut in only once the sweep waits for it (each is told,
     and says when), at the ready gate before: the same holds."""
-    from runner.bench import duty
+    from runner.analysis.duty import duty
     from runner.intervals import union_seconds
     from runner.warmup_beside import warmup_windows
 

@@ -172,7 +172,7 @@ def test_the_report_counts_the_candidates_autotuned_kernels_and_how_they_got_the
 
 
 def test_the_report_says_when_the_first_measurement_came():
-    """The sweep's start (``runner.bench.sweep_start``, kept in the manifest when the run ends): the first measurement
+    """The sweep's start (``runner.analysis.duty.sweep_start``, kept in the manifest when the run ends): the first measurement
     from the process's start, with the steps it waited on; from the sweep's start for a run given its arguments in an
     older process; no line where none was kept or nothing was measured."""
     frame = _frame([10.0])

@@ -60,7 +60,7 @@ def test_run_prints_report(tracked_run):
 def test_the_set_up_is_timed_in_parts(tracked_run):
     """The set-up before the sweep is kept in named parts, from the process's start, that add up to ``setup_s``:
     on an H200 it took 8.4 s (2.7 s on this machine) and nothing said where (BENCHMARKS.md, forty-fifth session)."""
-    from runner.bench import duty
+    from runner.analysis.duty import duty
 
     _, run_dir, uri, _ = tracked_run
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -90,7 +90,7 @@ def test_the_set_up_is_timed_in_parts(tracked_run):
     largest = max(parts.values())
     assert "(the largest part: " in (run_dir / "report.md").read_text()
     assert f" {largest:.1f} s; all in `setup_parts_s`)" in (run_dir / "report.md").read_text()
-    # And when the sweep's first measurement came, from the process's start (``runner.bench.sweep_start``).
+    # And when the sweep's first measurement came, from the process's start (``runner.analysis.duty.sweep_start``).
     start = manifest["sweep_start_s"]
     assert start["from"] == "process start" and start["first_measurement"] > start["sweep_started"] > 0
     assert start["sweep_started"] == pytest.approx(manifest["setup_s"], abs=0.05)

@@ -24,7 +24,7 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
     return lines
 
 
-# The parts of the wall time that ``runner.bench.duty`` gives, as the report names them.
+# The parts of the wall time that ``runner.analysis.duty.duty`` gives, as the report names them.
 _WALL_PARTS = {
     "measured": "measured",
     "turn_not_measured": "inside the measurements' turns but not measured",
@@ -61,7 +61,7 @@ def _largest_setup_part(parts: dict[str, float] | None) -> str:
     return f" (the largest part: {_SETUP_PARTS.get(name, name)} {seconds:.1f} s; all in `setup_parts_s`)"
 
 
-# The parts of the evaluations' slots' time (``runner.bench.slot_parts``), as the report names them.
+# The parts of the evaluations' slots' time (``runner.analysis.slot_states.slot_parts``), as the report names them.
 _SLOT_PARTS = {
     "worker": "in the worker",
     "memory_admission": "waiting for device memory",
@@ -74,7 +74,7 @@ _SLOT_PARTS = {
     "read_gpu_after": "reading the GPU after",
 }
 
-# The sweep's start (``runner.bench.sweep_start``): the steps the report names, after the first measurement's.
+# The sweep's start (``runner.analysis.duty.sweep_start``): the steps the report names, after the first measurement's.
 _SWEEP_START_STEPS = {
     "fork_server_ready": "the fork server ready",
     "sweep_started": "the set-up done",

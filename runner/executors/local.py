@@ -305,7 +305,7 @@ class _Sandbox:
         self.process, self.home, self.settings = process, home, settings
         # When it was started and (``run``) given its job, epoch seconds; a forked worker's record also says when its
         # server was started and ready, and the imports it did not pay (its server's, once per device): where the
-        # sweep's start went (``runner.bench.sweep_start``).
+        # sweep's start went (``runner.analysis.duty.sweep_start``).
         if isinstance(process, ForkedProcess):
             server = process.server
             self.started = {
