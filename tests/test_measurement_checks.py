@@ -448,11 +448,10 @@ def _scale_job(tmp_path, settings) -> dict:
 def test_the_samples_file_is_written_when_the_checks_after_timing_fail(monkeypatch, tmp_path):
     """Written once the token is let go, the samples still land when a check after timing stops the evaluation."""
     from runner.worker import evaluate as evaluate_module
+    from runner.worker import timed_stage
     from runner.worker.protocol import SAMPLES_FILE, TimingSettings
 
-    monkeypatch.setattr(
-        evaluate_module, "unjoined_work", lambda gaps, median_ms, recheck: "work left on another stream"
-    )
+    monkeypatch.setattr(timed_stage, "unjoined_work", lambda gaps, median_ms, recheck: "work left on another stream")
     settings = TimingSettings(min_samples=4, max_samples=8, batch=2, warmup_ms=0.0)
     result = evaluate_module.evaluate(_scale_job(tmp_path, settings), tmp_path)
     assert (result.verdict.status, result.verdict.reason) == ("integrity_violation", "unjoined_stream_work")
@@ -510,15 +509,16 @@ def test_the_measurements_set_up_and_its_samples_file_stay_out_of_the_turn(monke
     evaluation holds the token shared: their set-up took 3.5 s of the fifteenth session's turns. The raw
     samples are written once the token is let go: the next measurement waits for the checks after timing."""
     from runner.worker import evaluate as evaluate_module
+    from runner.worker import timed_stage
     from runner.worker.device_token import EXCLUSIVE, DeviceToken
     from runner.worker.protocol import SAMPLES_FILE, TimingSettings
 
     log: list[str] = []
     build, hold, approach, close, write = (
-        evaluate_module.instruments, DeviceToken.hold, DeviceToken.approach, DeviceToken.close,
+        timed_stage.instruments, DeviceToken.hold, DeviceToken.approach, DeviceToken.close,
         evaluate_module.write_json_atomic,
     )  # fmt: skip
-    monkeypatch.setattr(evaluate_module, "instruments", lambda *a: log.append("instruments") or build(*a))
+    monkeypatch.setattr(timed_stage, "instruments", lambda *a: log.append("instruments") or build(*a))
     monkeypatch.setattr(DeviceToken, "hold", lambda self, mode: log.append(mode) or hold(self, mode))
     monkeypatch.setattr(DeviceToken, "approach", lambda self: log.append("approach") or approach(self))
     monkeypatch.setattr(DeviceToken, "close", lambda self: log.append("let go") or close(self))

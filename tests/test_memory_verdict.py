@@ -97,6 +97,7 @@ def test_an_out_of_memory_error_in_kbenchs_own_steps_is_a_verdict_not_a_crash(tm
     """CUDA's own out-of-memory error raised in the reference stage ends the evaluation with a verdict
     (``runtime_error`` / ``out_of_memory`` on this CPU machine, where no GPU reading can blame the others),
     not an exception out of the worker."""
+    from runner.worker import correctness
     from runner.worker import evaluate as evaluate_module
     from runner.worker.protocol import TimingSettings
     from tests.conftest import in_process_job
@@ -117,7 +118,7 @@ def test_an_out_of_memory_error_in_kbenchs_own_steps_is_a_verdict_not_a_crash(tm
     def refuse(*args, **kwargs):  # a test double at the GPU's boundary: the driver's error, on a CPU machine
         raise RuntimeError(message)
 
-    monkeypatch.setattr(evaluate_module, "float64_references", refuse)
+    monkeypatch.setattr(correctness, "float64_references", refuse)
     result = evaluate_module.evaluate(job, tmp_path)
     assert (result.verdict.status, result.verdict.reason, result.verdict.stage) == (
         "runtime_error",

@@ -91,9 +91,10 @@ def test_only_the_torch_compile_methods_own_text_for_the_task_is_trusted():
 
 
 def _preload_job(tmp_path: Path, task: str, candidate: str, provenance: dict):
-    """The worker's inputs for ``_preload_own_candidate`` on this machine's CPU: job, folder, result, screen, cost."""
+    """The worker's inputs for ``preload_own_candidate`` on this machine's CPU: job, folder, result, screen, cost."""
     from runner.worker import evaluate
     from runner.worker.protocol import Result, Verdict
+    from runner.worker.stages import CheckCost
 
     (tmp_path / "out").mkdir()
     (tmp_path / "task.py").write_text(task)
@@ -107,15 +108,15 @@ def _preload_job(tmp_path: Path, task: str, candidate: str, provenance: dict):
     }
     result = Result("e1", "t", "sha256:t", "sha256:c", Verdict("correct"), started_at=0.0)
     screened = evaluate._screen(job, tmp_path, result)
-    return job, result, screened, evaluate._CheckCost({}, torch.device("cpu"))
+    return job, result, screened, CheckCost({}, torch.device("cpu"))
 
 
 @pytest.mark.parametrize("case", ["own", "edited", "fails_to_import"])
 def test_the_worker_imports_ahead_only_the_methods_own_text_and_leaves_a_failure_to_its_stage(tmp_path: Path, case):
-    """The gate in the worker (``evaluate._preload_own_candidate``), called on this machine's CPU: the method's own
+    """The gate in the worker (``correctness.preload_own_candidate``), called on this machine's CPU: the method's own
     text is imported (the capture itself needs CUDA and says so); a text that differs is not imported at all; an own
     text whose import fails is put away, for the import stage to fail in its turn with the verdict it gives."""
-    from runner.worker import evaluate
+    from runner.worker.correctness import preload_own_candidate
     from runner.worker.protocol import CANDIDATE_MODULE
 
     task = (TASKS_DIR / "activation" / "softplus_dt_bias_fp32.py").read_text()
@@ -124,7 +125,7 @@ def test_the_worker_imports_ahead_only_the_methods_own_text_and_leaves_a_failure
     candidate = compiled_source(task, "default") + ("x = 1\n" if case == "edited" else "")
     job, result, screened, cost = _preload_job(tmp_path, task, candidate, {"compile_mode": "default"})
     try:
-        imported = evaluate._preload_own_candidate(job, tmp_path, torch.device("cpu"), result, screened, cost)
+        imported = preload_own_candidate(job, tmp_path, torch.device("cpu"), result, screened, cost)
         record = result.environment["preloaded_candidate"]
         if case == "own":
             assert imported is not None and imported.model_class is sys.modules[CANDIDATE_MODULE].ModelNew

@@ -79,10 +79,10 @@ def test_a_trials_checks_are_judged_before_the_next_trials_call(tmp_path: Path, 
     """Each trial's checks are read after the next trial's synchronisation (runner/worker/host_reads.py), but judged
     before its call: the trial that fails is the one named, the trials recorded end with it, and the candidate is
     not called again; the last trial's checks are judged after the loop."""
-    import runner.worker.evaluate as evaluate_module
+    import runner.worker.correctness as correctness_module
 
     built = []
-    build = evaluate_module.build_model
+    build = correctness_module.build_model
 
     def kept(model_class, *args):  # the real build; the candidates kept to count their calls
         model = build(model_class, *args)
@@ -90,7 +90,7 @@ def test_a_trials_checks_are_judged_before_the_next_trials_call(tmp_path: Path, 
             built.append(model)
         return model
 
-    monkeypatch.setattr(evaluate_module, "build_model", kept)
+    monkeypatch.setattr(correctness_module, "build_model", kept)
     for trial, how, status, reason in (
         (1, "wrong", "incorrect", "mismatch"),
         (1, "mutates", "integrity_violation", "input_mutated"),
