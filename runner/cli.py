@@ -216,7 +216,8 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
         from runner.closing import finish
         from runner.executors import make_executor
         from runner.executors.local import LocalExecutor
-        from runner.orchestrator import Orchestrator, RunAborted, plan
+        from runner.orchestrator import Orchestrator, RunAborted
+        from runner.planning import plan
         from runner.rundir import RunDirBusy, config_hash, open_run_dir
         from runner.tasks.model import TaskError
         from runner.tasks.suites import SuiteSelection, resolve_suite

@@ -1,6 +1,6 @@
 """Plan → dispatch → collect: the host side of a ``kbench run``.
 
-Plan: the suite's tasks × the configured methods give candidates (content-addressed files)
+Plan (``runner/planning.py``): the suite's tasks × the configured methods give candidates (content-addressed files)
 and one job directory per evaluation. Dispatch: the run holds the lock of each of its devices
 (``hardware.gpus``: one lane per GPU, the evaluations shared among them) for the whole sweep;
 per lane, ``executor.in_flight`` evaluations run at once, each passing the NVML health gate
@@ -17,7 +17,6 @@ finished evaluations are not redone and nothing is logged twice.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import queue
 import shutil
@@ -36,11 +35,10 @@ from runner.executors import Executor
 from runner.gpu.lock import device_key, device_lock, work_token
 from runner.gpu.memory_admission import GIB, RETRY_REASON, MemoryAdmission
 from runner.gpu.nvml import health_gate, read_gpu
-from runner.methods import METHODS, Candidate, MethodUnavailable
+from runner.planning import Evaluation, job_meta, prepare_job
 from runner.progress import RunProgress
 from runner.run_settings import RunSettings, lane_gpu_id
 from runner.rundir import RunDir
-from runner.tasks.model import Task
 from runner.tracking.child_record import child_record
 from runner.tracking.journal import Journal
 from runner.tracking.mlflow_sink import SinkError
@@ -48,35 +46,23 @@ from runner.tracking.opening import Tracking
 from runner.warmup_beside import WARMUP_LOG, CutIn, WarmupBeside
 from runner.worker.device_token import EXCLUSIVE, device_token
 from runner.worker.protocol import (
-    CANDIDATE_FILE,
     JOB_FILE,
     OUT_DIR,
     PROTOCOL_VERSION,
     RESULT_FILE,
     STAGE_FILE,
     TAKEN_FILE,
-    TASK_FILE,
     WARMUP_RECORD_FILE,
     Result,
     Verdict,
     read_stage,
     write_json_atomic,
-    write_text_atomic,
 )
 
 # Stages in which only harness code has run: a crash there is never the candidate's fault.
 _HARNESS_STAGES = ("start", "reference")
 # Where an evaluation's first try's records are kept when it ran again (``memory_admission.RETRY_REASON``).
 FIRST_TRY_DIR = "out.first-try"
-
-
-@dataclass
-class Evaluation:
-    eval_id: str
-    task: Task
-    method: str
-    candidate: Candidate | None
-    missing_reason: str = ""
 
 
 class RunAborted(RuntimeError):
@@ -95,55 +81,6 @@ class Lane:
     @property
     def lock_key(self) -> str:
         return device_key(self.gpu_id)
-
-
-def plan(tasks: list[Task], settings: RunSettings) -> list[Evaluation]:
-    """Method-major: the whole suite for the first method (``reference``, the sanity check, first), then the next."""
-    evaluations = []
-    for method_name, options in settings.methods.items():
-        for task in tasks:
-            produce = METHODS.get(options["kind"])
-            try:
-                candidate = produce(task, options)
-                missing = ""
-            except MethodUnavailable as exc:
-                candidate, missing = None, str(exc)
-            key = f"{method_name}|{task.task_id}|{task.content_hash}|{candidate.content_hash if candidate else missing}"
-            eval_id = hashlib.sha256(key.encode()).hexdigest()[:16]
-            evaluations.append(Evaluation(eval_id, task, method_name, candidate, missing))
-    return evaluations
-
-
-def store_candidate(store: Path, candidate: Candidate) -> Path:
-    """The run's copy of ``candidate`` (one file per content hash), written whole before anyone can read it.
-
-    Evaluations in flight prepare their jobs at once, and the same candidate can serve several
-    (one per method or task): a plain write let another thread copy the file while half written
-    (seen: a reference evaluation whose candidate defined no ModelNew, tests/test_pipeline.py).
-    """
-    store.mkdir(exist_ok=True)
-    stored = store / f"{candidate.content_hash.split(':', 1)[1]}.py"
-    if not stored.exists():
-        write_text_atomic(stored, candidate.source)
-    return stored
-
-
-def _shapes_for(task: Task, wanted: list[str]) -> list[str]:
-    present = [name for name in wanted if name in task.shapes]
-    return present or [task.shape_names()[0]]
-
-
-def _timed_shape(task: Task, wanted: str) -> str:
-    return wanted if wanted in task.shapes else task.shape_names()[-1]
-
-
-def _trials_per_shape(task: Task, s: RunSettings) -> dict[str, int]:
-    """Correctness trials for each checked shape: ``timed_shape_trials`` at the timed shape, ``trials`` elsewhere."""
-    timed = _timed_shape(task, s.timed_shape)
-    return {
-        shape: s.timed_shape_trials if shape == timed and s.timed_shape_trials is not None else s.trials
-        for shape in _shapes_for(task, s.check_shapes)
-    }
 
 
 class Orchestrator:
@@ -173,61 +110,6 @@ class Orchestrator:
         self._running_count: dict[int | None, int] = {}  # per lane, the evaluations running there now
         self._running_lock = threading.Lock()
 
-    # -- job preparation -------------------------------------------------------------------
-    def _prepare_job(self, evaluation: Evaluation, root: Path | None = None, mode: str = "evaluate") -> Path:
-        s = self.settings
-        task = evaluation.task
-        job_dir = (root or self.run_dir.path / "jobs") / evaluation.eval_id
-        if job_dir.exists():
-            shutil.rmtree(job_dir)  # a half-done attempt from before a kill
-        (job_dir / OUT_DIR).mkdir(parents=True)
-        shutil.copyfile(task.path, job_dir / TASK_FILE)
-        shutil.copyfile(
-            store_candidate(self.run_dir.path / "candidates", evaluation.candidate), job_dir / CANDIDATE_FILE
-        )
-        job = {
-            "protocol": PROTOCOL_VERSION,
-            "eval_id": evaluation.eval_id,
-            "mode": mode,
-            "task": task.to_job(),
-            "candidate_hash": evaluation.candidate.content_hash,
-            "device": "cuda:0" if s.device == "cuda" else "cpu",
-            "seed": s.seed,
-            "trials": s.trials,
-            "trials_per_shape": _trials_per_shape(task, s),
-            "check_shapes": _shapes_for(task, s.check_shapes),
-            "timed_shape": _timed_shape(task, s.timed_shape),
-            "timing": s.timing,
-            "peaks": s.peaks,
-            "integrity_policy": s.methods[evaluation.method]["integrity_policy"],
-            "threads": s.cpu_threads,
-            "measurement_isolation": s.measurement_isolation,
-            "release_under_token": s.release_under_token,
-            "preload_kernels": s.preload_kernels,
-            "preload_candidate": s.preload_candidate,
-            "meta": self._job_meta(evaluation),
-        }
-        if mode == "warmup":
-            job["warmup_beside"] = s.warmup_beside
-            job["warmup_cut_in"] = "always" if s.warmup_cut_in_within is None else "told"
-        write_json_atomic(job_dir / JOB_FILE, job)
-        for path in (job_dir / TASK_FILE, job_dir / CANDIDATE_FILE, job_dir / JOB_FILE):
-            path.chmod(0o444)
-        return job_dir
-
-    def _job_meta(self, evaluation: Evaluation) -> dict:
-        s = self.settings
-        return {
-            "method": evaluation.method,
-            "model": s.model,
-            "suite": s.suite,
-            "hardware": s.hardware,
-            "executor": s.executor,
-            "provenance": evaluation.candidate.provenance if evaluation.candidate else {},
-            "flops": evaluation.task.flops,
-            "bytes": evaluation.task.bytes,
-        }
-
     # -- one evaluation --------------------------------------------------------------------
     def _execute(self, evaluation: Evaluation, lane: Lane) -> tuple[Path, Result]:
         s = self.settings
@@ -240,7 +122,7 @@ class Orchestrator:
                     "protocol": PROTOCOL_VERSION,
                     "eval_id": evaluation.eval_id,
                     "task": evaluation.task.to_job(),
-                    "meta": self._job_meta(evaluation),
+                    "meta": job_meta(self.settings, evaluation),
                 },
             )
             result = Result(
@@ -256,7 +138,7 @@ class Orchestrator:
             return job_dir, result
         # When the slot got to each step (epoch seconds), for where a slot's time goes (``runner.bench duty``).
         slot = {"taken": time.time()}
-        job_dir = self._prepare_job(evaluation)
+        job_dir = prepare_job(self.settings, self.run_dir.path, evaluation)
         slot["prepared"] = time.time()
         gate = None
         if lane.index is not None:
@@ -431,7 +313,12 @@ class Orchestrator:
         with device_token(work_token(gpu_id), EXCLUSIVE):
             with ThreadPoolExecutor(workers) as pool:
                 outcomes = list(
-                    pool.map(lambda e: self.warmup_executor.run(self._prepare_job(e, root, "warmup"), gpu_id), targets)
+                    pool.map(
+                        lambda e: self.warmup_executor.run(
+                            prepare_job(self.settings, self.run_dir.path, e, root, "warmup"), gpu_id
+                        ),
+                        targets,
+                    )
                 )
         self._warmup_ledger(lanes).add(
             [(e.task.content_hash, e.candidate.content_hash) for e, o in zip(targets, outcomes) if o.exit_code == 0]
@@ -532,7 +419,7 @@ class Orchestrator:
         ledger_lock = threading.Lock()
 
         def warm(evaluation: Evaluation, cut_in: CutIn) -> dict:
-            job_dir = self._prepare_job(evaluation, root, "warmup")
+            job_dir = prepare_job(self.settings, self.run_dir.path, evaluation, root, "warmup")
             cut_in.place(job_dir / OUT_DIR)
             admission = self._admissions.get(lane.index)
             admitted: dict = {}

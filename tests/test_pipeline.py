@@ -145,6 +145,7 @@ def _sweep_on_gpu_doubles(tmp_path: Path, monkeypatch, overrides: list[str], gat
     from runner.executors.base import ExecutorSettings
     from runner.executors.local import LocalExecutor
     from runner.paths import SUITES_DIR, TASKS_DIR
+    from runner.planning import plan
     from runner.rundir import open_run_dir
     from runner.tasks.suites import SuiteSelection, resolve_suite
 
@@ -163,7 +164,7 @@ def _sweep_on_gpu_doubles(tmp_path: Path, monkeypatch, overrides: list[str], gat
     executor = LocalExecutor(ExecutorSettings(timeout_s=60, cache_dir=tmp_path / "cache"))
     runner = orch.Orchestrator(settings, run_dir, executor, None, Console(quiet=True), "test")
     try:
-        runner.run(orch.plan(tasks, settings))
+        runner.run(plan(tasks, settings))
     finally:
         executor.close()
     assert len(list(run_dir.path.glob("jobs/*/out/result.json"))) == len(names)
@@ -400,7 +401,7 @@ def test_a_candidate_shared_by_evaluations_in_flight_is_never_read_half_written(
     import threading
 
     from runner.methods.base import Candidate
-    from runner.orchestrator import store_candidate
+    from runner.planning import store_candidate
 
     candidate = Candidate(HONEST_CANDIDATE + "#" * (4 << 20) + "\n", "directory")
     start = threading.Barrier(8)
@@ -516,6 +517,7 @@ def test_chunks_only_where_the_compile_warm_up_has_work(tmp_path: Path, monkeypa
     from runner.executors.base import ExecutorSettings
     from runner.executors.local import LocalExecutor
     from runner.paths import SUITES_DIR, TASKS_DIR
+    from runner.planning import plan
     from runner.rundir import open_run_dir
     from runner.tasks.suites import SuiteSelection, resolve_suite
 
@@ -538,7 +540,7 @@ def test_chunks_only_where_the_compile_warm_up_has_work(tmp_path: Path, monkeypa
     tasks = resolve_suite(
         SuiteSelection("kernelbench", "kernelbench", str(suite), (), (), (), None), TASKS_DIR, SUITES_DIR
     )
-    evaluations = orch.plan(tasks, settings)
+    evaluations = plan(tasks, settings)
     sweeps: list[list[str]] = []
     warmed: list[int] = []
     monkeypatch.setattr(orch.Orchestrator, "_sweep", lambda self, chunk, *_: sweeps.append([e.method for e in chunk]))
