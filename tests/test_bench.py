@@ -373,7 +373,7 @@ def test_the_gpus_gaps_between_batches_are_summed_from_the_samples_files(two_pas
     figure = duty(run)["gpu_between_batches"]
     assert count > 0 and figure["batches"] == count
     assert figure["sum_s"] == pytest.approx(planted / 1000.0)
-    assert figure["median_ms"] == pytest.approx(statistics.median(every)) and 0.04 < planted / count < 2.0
+    assert figure["median_ms"] == pytest.approx(statistics.median(every))
 
 
 def test_the_audits_taken_again_are_counted_with_their_seconds(two_passes, tmp_path: Path):

@@ -130,17 +130,19 @@ def test_the_report_names_the_evaluations_whose_audits_were_taken_twice():
     was flagged for unjoined stream work; now fresh audits are judged, and the report lists every evaluation
     that needed them (a top-up of a shape's few audits, or a recheck) with its verdict, so a confirmed flag and a
     cleared one are both visible."""
-    frame = _frame([1.0, 1.0, 1.0])
-    frame["audits_rechecked"] = [True, False, None]  # None: no timing (or a result from before)
+    frame = _frame([1.0, 1.0, 1.0, 1.0])
+    frame["audits_rechecked"] = [True, False, True, None]  # None: no timing (or a result from before)
     frame.loc[2, ["verdict", "reason"]] = ["integrity_violation", "unjoined_stream_work"]
     text = render_report(frame, {"name": "r"})
-    assert "## Audits taken twice" in text and "1 evaluations:" in text
-    assert "| reference | t0 | recheck | correct |  |" in text
-    assert "| t1 |" not in text.split("## Audits taken twice")[1]
-    frame["audits_topped_up"] = [True, True, None]  # t0 topped up, then rechecked; t1 cleared by its top-up
-    text = render_report(frame, {"name": "r"}).split("## Audits taken twice")[1]
-    assert "2 evaluations:" in text and "(2);" in text and "(1)." in text
-    assert "| reference | t1 | top-up | correct |  |" in text
+    assert "## Audits taken twice" in text and "2 evaluations:" in text
+    section = text.split("## Audits taken twice")[1]
+    assert "| reference | t0 | recheck | correct |  |" in section  # cleared by its recheck
+    assert "| reference | t2 | recheck | integrity_violation | unjoined_stream_work |" in section  # confirmed
+    assert "| t1 |" not in section and "| t3 |" not in section
+    frame["audits_topped_up"] = [True, True, None, None]  # t0 topped up, then rechecked; t1 cleared by its top-up
+    section = render_report(frame, {"name": "r"}).split("## Audits taken twice")[1]
+    assert "3 evaluations:" in section and "(2);" in section and "(2)." in section
+    assert "| reference | t1 | top-up | correct |  |" in section
     for before in (None, float("nan")):  # results from before the columns: None, or NaN from an older JSONL
         frame["audits_rechecked"] = frame["audits_topped_up"] = before
         assert "Audits taken twice" not in render_report(frame, {"name": "r"})
