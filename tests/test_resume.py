@@ -170,8 +170,8 @@ def test_only_unfinished_runs_of_this_very_name_are_left_and_named(tmp_path: Pat
     an unreadable manifest or saved configuration does not stop the new run, it is only named less precisely."""
     from omegaconf import OmegaConf
 
-    from runner.cli import _what_changed
     from runner.configure import compose_config
+    from runner.run_command import _what_changed
     from runner.rundir import open_run_dir
 
     runs = tmp_path / "runs"
