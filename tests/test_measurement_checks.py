@@ -847,7 +847,7 @@ def test_a_sides_lead_is_its_host_time_at_most_its_gpu_time_and_none_before_it_h
     """``QueueLead``: a side's sample needs as much work queued ahead of it (else it is led by the difference) as its
     host takes to queue a call, the median of its last calls, but never more than its call runs on the GPU nor
     ``LEAD_MAX_MS``; a side without times of both kinds, or a call of no side, gets none."""
-    from runner.worker.samplers import LEAD_HISTORY, LEAD_MAX_MS, QueueLead
+    from runner.worker.queue_lead import LEAD_HISTORY, LEAD_MAX_MS, QueueLead
 
     leads = QueueLead()
     assert leads.lead_ms("candidate") == 0.0

@@ -1,4 +1,4 @@
-"""The CUDA sampler's leads (``samplers.QueueLead``, ``CudaSampler.launch``) on a simulated stream.
+"""The CUDA sampler's leads (``queue_lead.QueueLead``, ``CudaSampler.launch``) on a simulated stream.
 
 This machine has no GPU, so ``torch.cuda``'s events, sleep and synchronisation are a test double at that boundary
 (``_SimulatedStream``, named as such): one stream whose work runs in order, each piece from when it was queued or when
@@ -15,7 +15,7 @@ import types
 import pytest
 import torch
 
-from runner.worker import samplers, sync_audits
+from runner.worker import queue_lead, samplers, sync_audits
 from runner.worker.samplers import CudaSampler, run_batch
 
 
@@ -520,7 +520,7 @@ def test_a_batch_closed_with_the_next_in_flight_drops_its_own_samples_from_the_w
         def query(self) -> bool:
             return False
 
-    queued = samplers.QueuedWork()
+    queued = queue_lead.QueuedWork()
     numbers = [queued.add(NotDone(), queued_at_ns=0, expected_ms=1.0) for _ in range(5)]
     later = [queued.add(NotDone(), queued_at_ns=10**9, expected_ms=2.0) for _ in range(3)]
     assert numbers == [0, 1, 2, 3, 4] and later == [5, 6, 7]

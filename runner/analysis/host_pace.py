@@ -1,7 +1,7 @@
 """Order effects in a run's samples: which sides took longer behind the other side's samples than behind their own.
 
 ``python -m runner.bench paced RUN_DIR``. A sample's events time the host's launches too where less work is queued
-ahead of it than its call takes the host to queue (``samplers.QueueLead``). The timing loop interleaves the two sides,
+ahead of it than its call takes the host to queue (``queue_lead.QueueLead``). The timing loop interleaves the two sides,
 so each side's samples come behind one of its own or one of the other side's, led or not (``batch_led`` in
 ``samples.json``). Per evaluation and side, the samples are grouped so, each batch's first apart (it follows a
 synchronisation); the side's queued pace is the least of the medians of its led samples and of its unled ones behind

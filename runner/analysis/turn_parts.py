@@ -59,7 +59,7 @@ def batches_rest_parts(sampled: list) -> dict | None:
 
 def lead_seconds(sampled: list) -> float | None:
     """Seconds the GPU slept ahead of the samples that found its queue short (``batch_lead_ms`` in ``samples.json``,
-    ``samplers.QueueLead``), all turns together: part of ``batches_rest``, between the samples or before a batch's
+    ``queue_lead.QueueLead``), all turns together: part of ``batches_rest``, between the samples or before a batch's
     first. None where no samples file records them (runs from before the fifty-eighth session). ``sampled``: from
     ``turns_sampled``."""
     leads = [sum(raw["batch_lead_ms"]) for _, raw, *_ in sampled if raw.get("batch_lead_ms") is not None]

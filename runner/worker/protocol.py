@@ -102,7 +102,7 @@ class TimingSettings:
     graphs: bool = False  # replay each side as a captured CUDA graph (no launch overhead); GPU only
     # On a GPU: a sample that finds less work queued ahead of it than its side takes the host to queue (the call before
     # it waited for the device, or was quicker to queue) starts behind a GPU sleep that makes up the difference, so the
-    # host's pace stays out of it (samplers.QueueLead).
+    # host's pace stays out of it (queue_lead.QueueLead).
     lead_dry_queue: bool = True
     input_sets: int = 3  # timed calls rotate among this many input sets (caching by pointer fails)
     # The timed call at this many placements: input sets, outputs and weights at other addresses each, batches
@@ -200,7 +200,7 @@ class Timing:
     # own events, where the batch it closed still ran as it was launched (runner/worker/timing.py).
     audit_samples: int = 0
     # Per side, the samples that started behind a lead (the GPU's queue held less than their host time), and each side's
-    # lead at the end, ms (``samplers.QueueLead``); None where the sampler does not lead (the host clock, or
+    # lead at the end, ms (``queue_lead.QueueLead``); None where the sampler does not lead (the host clock, or
     # ``TimingSettings.lead_dry_queue`` off).
     led_samples: dict | None = None
     lead_ms: dict | None = None

@@ -7,7 +7,7 @@ sample ("cold"), CUDA events bracket the call, and events are queued for a whole
 one wait per batch so the host never makes the GPU wait; a sample that finds less work queued ahead of it
 than its side takes the host to queue a call (the call before it waited for the device, its batch is the first since
 an audit's synchronisation, or a quick call before a slow one) starts behind a GPU sleep that makes up the difference
-(``samplers.QueueLead``, ``samplers.QueuedWork``). The loop runs one batch
+(``queue_lead.QueueLead``, ``queue_lead.QueuedWork``). The loop runs one batch
 ahead: the next batch is queued behind the last one while that still runs, then the last one is waited for (its own
 last end event), read, judged and added to the noise estimate, so that the GPU goes from one batch to the next without
 waiting for the host, and host work (NVML, statistics) overlaps the GPU's; a batch with an audit call is closed, the
@@ -240,7 +240,7 @@ def measure_pair(
     # launch (queued behind a batch still running: from that one's close) to after its close (ms; ``host_cpu.py``).
     host_waits: list[float | None] = []
     # Each kept batch's samples that started behind a lead, by their position in its order, and its leads' sum, ms: the
-    # GPU asleep ahead of them (``samplers.QueueLead``).
+    # GPU asleep ahead of them (``queue_lead.QueueLead``).
     led: list[list[int]] = []
     lead_ms: list[float] = []
     led_count = dict.fromkeys(sides, 0)
@@ -426,7 +426,7 @@ def measure_pair(
         audits, audit_chains, medians, sampler, placements, rng, lambda: _batch_order(rng, batch)
     )
     wall = time.perf_counter() - started
-    leads = getattr(sampler, "leads", None)  # the CUDA sampler's, where it leads (samplers.QueueLead)
+    leads = getattr(sampler, "leads", None)  # the CUDA sampler's, where it leads (queue_lead.QueueLead)
     kept_clocks = [c for c in clocks["reference"] if c is not None]
     spread, placement_noise = placement_spread(samples, placed, batch)
     timing = Timing(

@@ -1,0 +1,149 @@
+"""How much work a timing sample needs queued ahead of it on the GPU (``QueueLead``: its side's host time to queue a
+call, at most its GPU time), and how much is (``QueuedWork``): where less is queued, the CUDA sampler
+(``samplers.CudaSampler``) starts the sample behind a GPU sleep that makes up the difference, so a call that takes the
+host about as long as the GPU runs at the GPU's pace, not at its launches'. Policy and bookkeeping only: the sleeps,
+the probe for calls that wait for the device and the events are the sampler's."""
+
+from __future__ import annotations
+
+import collections
+import statistics
+
+# A lead is at most this long (ms), whatever the side's host time: a call that waits for the device inside (its host time
+# is then its GPU time, or more) is not led for longer than it runs, nor anything for longer than this.
+LEAD_MAX_MS = 5.0
+# Each side's lead is the median of its last this many calls' host and GPU times.
+LEAD_HISTORY = 64
+# A side is probed for a wait inside its calls where its host time is this share of its GPU time or more.
+WAIT_PROBE_HOST_SHARE = 0.75
+
+
+class QueueLead:
+    """How much work a sample of each side needs queued ahead of it on the GPU: its side's host time to queue one call
+    (median of the last ``LEAD_HISTORY``), at most its GPU time (same median) and ``LEAD_MAX_MS``; none until the side
+    has both. Where less is queued (``QueuedWork``), the sample starts behind a GPU sleep that makes up the difference.
+
+    Why: a call whose host work takes about as long as its GPU work (a batched potrf's many launches, say) runs at
+    the GPU's pace where work is queued ahead of it, and at the host's where the queue is empty or short, its events
+    then timing the host's launches too. Samples of one side in a row keep the queue filled; in the timing loop's
+    interleaved order a call that waits for the device inside (``torch.linalg.cholesky`` and ``torch.linalg.solve``
+    check their results on the host) empties it before the other side's next sample, and a short call queued ahead
+    of a slow-to-launch one holds less than its launches take. torch_compile's candidate (which checks on the device)
+    ran cholesky_spd_blocks_fp32 at 3.68-3.69 ms in runs of its own samples and at 3.74-3.95 ms interleaved with the
+    eager reference (BENCHMARKS.md, fifty-eighth session); sort_moe_expert_ids_stable_int32's candidate (0.23 ms on the
+    GPU), its host slowed by the compiles beside a cold pass, took 0.33 ms (median) behind a reference sample still
+    running and 0.23 ms only behind a lead (fifty-ninth session). With the lead, such a sample starts with its call
+    queued ahead of the GPU, as it does after a sample of its own side, whichever side came before.
+
+    A side whose calls wait for the device inside is not led (``waits``, found by ``CudaSampler``'s probe): past its
+    first wait it runs at the host's pace whatever was queued ahead, and its host time, which covers its GPU time, made
+    its lead its whole GPU time. Led so, batched_solve_small_fp32's sides (both wait) slept 3.7 and 4.6 s of the H200's
+    torch_compile passes, 1.4% and 1.3% of their wall time, and took 3.29 and 3.39 ms led against 3.21 and 3.37 behind
+    their own side unled; cholesky's and inv_3x3's references moved by 0.0-0.5% led (sixtieth session)."""
+
+    def __init__(self) -> None:
+        self._host: dict[str, collections.deque] = {}
+        self._gpu: dict[str, collections.deque] = {}
+        # Each side's host and GPU medians, once asked, until the side's next call of that kind: ``launch`` asks for
+        # them once or more per side per batch, between two batches.
+        self._host_median: dict[str, float] = {}
+        self._gpu_median: dict[str, float] = {}
+        # Per side probed (``CudaSampler``'s wait probe): whether its calls wait for the device inside; such a side is
+        # not led.
+        self.waits: dict[str, bool] = {}
+
+    def add(self, label: str | None, host_ms: float | None = None, gpu_ms: float | None = None) -> None:
+        """One call of ``label``'s side: its host time (from before the call to its return) or its GPU time."""
+        if label is None:
+            return
+        for times, medians, value in ((self._host, self._host_median, host_ms), (self._gpu, self._gpu_median, gpu_ms)):
+            if value is not None:
+                times.setdefault(label, collections.deque(maxlen=LEAD_HISTORY)).append(value)
+                medians.pop(label, None)
+
+    @staticmethod
+    def _median(times: dict, medians: dict, label: str | None) -> float:
+        """The median of ``label``'s history in ``times``, kept in ``medians`` until it changes; 0.0 without one."""
+        if label not in medians:
+            history = times.get(label)
+            medians[label] = statistics.median(history) if history else 0.0
+        return medians[label]
+
+    def _known(self, label: str | None) -> bool:
+        """Whether ``label``'s side has a history of both kinds."""
+        return bool(self._host.get(label)) and bool(self._gpu.get(label))
+
+    def gpu_ms(self, label: str | None) -> float:
+        """The GPU time of a call of ``label``'s side (median of the last ``LEAD_HISTORY``), ms; 0.0 without one."""
+        return self._median(self._gpu, self._gpu_median, label)
+
+    def host_ms(self, label: str | None) -> float:
+        """The host time to queue a call of ``label``'s side (median of the last ``LEAD_HISTORY``), ms; 0.0 without
+        one."""
+        return self._median(self._host, self._host_median, label)
+
+    def lead_ms(self, label: str | None) -> float:
+        """The work a sample of ``label``'s side needs queued ahead of it, ms; 0.0 where it has no history of both
+        kinds, or its calls wait for the device inside (``waits``)."""
+        if not self._known(label) or self.waits.get(label):
+            return 0.0
+        return min(self.host_ms(label), self.gpu_ms(label), LEAD_MAX_MS)
+
+    def to_probe(self, label: str | None) -> bool:
+        """Whether ``label``'s side is yet to be probed for a wait inside its calls: it has both histories, and its
+        host time is ``WAIT_PROBE_HOST_SHARE`` of its GPU time or more (a call that waits for its own work holds the
+        host that long; a side whose host is well ahead of its GPU work cannot be waiting for it)."""
+        if label is None or label in self.waits or not self._known(label):
+            return False
+        return self.host_ms(label) >= WAIT_PROBE_HOST_SHARE * self.gpu_ms(label)
+
+
+class QueuedWork:
+    """The samples queued on the GPU and not known to be done, each with its end event, when the host began queueing
+    it and its GPU time as expected (its lead and its side's ``QueueLead.gpu_ms``), and how much of that work lies
+    ahead of the next sample.
+
+    The oldest one not done may have run for as long as it has been queued, so only what its expected time leaves of
+    that counts (its least); every later one's expected time counts whole (none can have started). An end event the
+    GPU has passed is dropped, the oldest first. A call that waited for the device inside leaves nothing ahead however
+    soon its end event is asked: its host time already covered its GPU time, whether or not the GPU has got to the
+    event yet (it does so microseconds after the host records it). Each sample gets a number in the order it was
+    queued (``add``), so a batch closed while the next is in flight drops its own samples only (``done_through``)."""
+
+    def __init__(self) -> None:
+        self._samples: collections.deque = collections.deque()  # (number, end event, queued at ns, expected ms)
+        self._expected_ms = 0.0  # their expected times' sum
+        self._added = 0  # samples ever added: the next one's number
+
+    def add(self, end, queued_at_ns: int, expected_ms: float) -> int:
+        """One sample queued; returns its number."""
+        self._samples.append((self._added, end, queued_at_ns, expected_ms))
+        self._expected_ms += expected_ms
+        self._added += 1
+        return self._added - 1
+
+    def ahead_ms(self, now_ns: int) -> float:
+        """The work still queued at ``now_ns``, ms: the later samples' expected times, and the least of the oldest's
+        that is left."""
+        self._drop_while(lambda number, end: end.query())
+        if not self._samples:
+            return 0.0
+        _, _, queued_at_ns, oldest_ms = self._samples[0]
+        return self._expected_ms - oldest_ms + max(0.0, oldest_ms - (now_ns - queued_at_ns) / 1e6)
+
+    def done_through(self, number: int) -> None:
+        """The samples numbered up to ``number`` are done (their batch was waited for); later ones may not be."""
+        self._drop_while(lambda queued, end: queued <= number)
+
+    def _drop_while(self, done) -> None:
+        """Drop the oldest samples while ``done(number, end event)`` says so, and their expected times."""
+        samples = self._samples
+        while samples and done(samples[0][0], samples[0][1]):
+            self._expected_ms -= samples.popleft()[3]
+        if not samples:
+            self._expected_ms = 0.0
+
+    def clear(self) -> None:
+        """Everything queued is done (after a synchronisation)."""
+        self._samples.clear()
+        self._expected_ms = 0.0
