@@ -39,7 +39,14 @@ class QueueLead:
     first wait it runs at the host's pace whatever was queued ahead, and its host time, which covers its GPU time, made
     its lead its whole GPU time. Led so, batched_solve_small_fp32's sides (both wait) slept 3.7 and 4.6 s of the H200's
     torch_compile passes, 1.4% and 1.3% of their wall time, and took 3.29 and 3.39 ms led against 3.21 and 3.37 behind
-    their own side unled; cholesky's and inv_3x3's references moved by 0.0-0.5% led (sixtieth session)."""
+    their own side unled; cholesky's and inv_3x3's references moved by 0.0-0.5% led (sixtieth session).
+
+    The cap at the side's GPU time keeps a lead from sleeping longer than the call it leads runs; its price is paid by
+    a side whose host is slower than its GPU work where little is queued: a batch's first sample of it, behind one
+    sample of the other side, keeps what its lead cannot cover of its host's pace (0.4 ms of host for 0.23 ms of GPU:
+    0.36-0.40 ms, tests/test_queue_lead.py). 22 of 444 sides of the sixtieth session's warm pass had their lead at the
+    cap; the 20 compiled candidates among them were led in at most 4% of their samples (BENCHMARKS.md, sixty-third
+    session)."""
 
     def __init__(self) -> None:
         self._host: dict[str, collections.deque] = {}
