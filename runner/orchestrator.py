@@ -1,7 +1,7 @@
 """Plan → dispatch → collect: the host side of a ``kbench run``.
 
-Plan (``runner/planning.py``): the suite's tasks × the configured methods give candidates (content-addressed files)
-and one job directory per evaluation. Dispatch: the run holds the lock of each of its devices
+Plan (``runner/planning.py``): the suite's tasks × the configured methods give candidates (content-addressed
+files) and one job directory per evaluation. Dispatch: the run holds the lock of each of its devices
 (``hardware.gpus``: one lane per GPU, the evaluations shared among them) for the whole sweep;
 per lane, ``executor.in_flight`` evaluations run at once, each passing the NVML health gate
 first (which waits out heat and throttling only while none of the others runs there) and
@@ -110,6 +110,10 @@ class Orchestrator:
         self._running_count: dict[int | None, int] = {}  # per lane, the evaluations running there now
         self._running_lock = threading.Lock()
 
+    def _prepare_job(self, evaluation: Evaluation, root: Path | None = None, mode: str = "evaluate") -> Path:
+        """``planning.prepare_job`` for this run's settings and directory."""
+        return prepare_job(self.settings, self.run_dir.path, evaluation, root, mode)
+
     # -- one evaluation --------------------------------------------------------------------
     def _execute(self, evaluation: Evaluation, lane: Lane) -> tuple[Path, Result]:
         s = self.settings
@@ -138,7 +142,7 @@ class Orchestrator:
             return job_dir, result
         # When the slot got to each step (epoch seconds), for where a slot's time goes (``runner.bench duty``).
         slot = {"taken": time.time()}
-        job_dir = prepare_job(self.settings, self.run_dir.path, evaluation)
+        job_dir = self._prepare_job(evaluation)
         slot["prepared"] = time.time()
         gate = None
         if lane.index is not None:
@@ -313,12 +317,7 @@ class Orchestrator:
         with device_token(work_token(gpu_id), EXCLUSIVE):
             with ThreadPoolExecutor(workers) as pool:
                 outcomes = list(
-                    pool.map(
-                        lambda e: self.warmup_executor.run(
-                            prepare_job(self.settings, self.run_dir.path, e, root, "warmup"), gpu_id
-                        ),
-                        targets,
-                    )
+                    pool.map(lambda e: self.warmup_executor.run(self._prepare_job(e, root, "warmup"), gpu_id), targets)
                 )
         self._warmup_ledger(lanes).add(
             [(e.task.content_hash, e.candidate.content_hash) for e, o in zip(targets, outcomes) if o.exit_code == 0]
@@ -419,7 +418,7 @@ class Orchestrator:
         ledger_lock = threading.Lock()
 
         def warm(evaluation: Evaluation, cut_in: CutIn) -> dict:
-            job_dir = prepare_job(self.settings, self.run_dir.path, evaluation, root, "warmup")
+            job_dir = self._prepare_job(evaluation, root, "warmup")
             cut_in.place(job_dir / OUT_DIR)
             admission = self._admissions.get(lane.index)
             admitted: dict = {}

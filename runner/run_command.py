@@ -114,8 +114,8 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
     setup.mark("fingerprint")
     if not manifest:
         (run_dir.path / "config.yaml").write_text(resolved)
-        manifest = _new_manifest(settings, run_dir, cfg_hash, overrides, evaluations, tasks)
-        manifest["environment"] = {"host": host, "executor": executor.environment(), "gpu": gpu}
+        environment = {"host": host, "executor": executor.environment(), "gpu": gpu}
+        manifest = _new_manifest(settings, run_dir, cfg_hash, overrides, evaluations, tasks, environment)
     else:
         console.print(f"resuming run {run_dir.path}")
     run_dir.write_manifest(manifest)  # MLflow's thread logs it as the parent's artifact, as it stands, until the end
@@ -258,9 +258,11 @@ def _read_gpus(settings) -> tuple[dict, list[str | None]]:
     return readings[0], [lane_gpu_id(index, reading) for index, reading in zip(settings.gpus, readings)]
 
 
-def _new_manifest(settings, run_dir, cfg_hash: str, overrides: list[str], evaluations: list, tasks: list) -> dict:
-    """A new run's manifest (its ``environment`` added by the caller): what it is, what it plans, and the suite's
-    tasks locked by content hash."""
+def _new_manifest(
+    settings, run_dir, cfg_hash: str, overrides: list[str], evaluations: list, tasks: list, environment: dict
+) -> dict:
+    """A new run's manifest: what it is, what it plans, the suite's tasks locked by content hash, and where it runs
+    (``environment``: the host's fingerprint, the executor's, the first GPU's reading)."""
     return {
         "name": settings.name,
         "run_dir": str(run_dir.path),
@@ -277,6 +279,7 @@ def _new_manifest(settings, run_dir, cfg_hash: str, overrides: list[str], evalua
         "mlflow_run_id": None,
         "overrides": overrides,
         "suite_lock": [{"id": t.task_id, "hash": t.content_hash} for t in tasks],
+        "environment": environment,
     }
 
 

@@ -174,8 +174,8 @@ def test_the_report_counts_the_candidates_autotuned_kernels_and_how_they_got_the
 
 
 def test_the_report_says_when_the_first_measurement_came():
-    """The sweep's start (``runner.analysis.duty.sweep_start``, kept in the manifest when the run ends): the first measurement
-    from the process's start, with the steps it waited on; from the sweep's start for a run given its arguments in an
+    """The sweep's start (``runner.analysis.duty.sweep_start``, kept in the manifest when the run ends): the first
+    measurement from the process's start, with the steps it waited on; from the sweep's start for a run given its arguments in an
     older process; no line where none was kept or nothing was measured."""
     frame = _frame([10.0])
     start = {"from": "process start", "fork_server_ready": 5.5, "sweep_started": 4.47, "first_job_given": 7.4}

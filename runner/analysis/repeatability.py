@@ -168,8 +168,8 @@ class _Measured(NamedTuple):
 
 
 def led_shares(timing) -> dict | None:
-    """Per side, the share of its samples that started behind a lead (``queue_lead.QueueLead``: the GPU's queue held less
-    than their host time), in percent; None where the measurement did not lead (the host clock,
+    """Per side, the share of its samples that started behind a lead (``queue_lead.QueueLead``: the GPU's queue held
+    less than their host time), in percent; None where the measurement did not lead (the host clock,
     ``eval.timing.lead_dry_queue`` off, or a run from before the fifty-eighth session)."""
     if timing.led_samples is None:
         return None

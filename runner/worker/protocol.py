@@ -177,10 +177,10 @@ class Timing:
     # Per side: synchronised audit minus event median (judged), the larger of its audits after a synchronisation and
     # behind a chain of batches (sync_audits.sync_gaps).
     sync_gap_ms: dict = field(default_factory=dict)
-    # Where the measurement's audits flagged unjoined work with a side's audits of one shape fewer than MIN_AUDITS, fresh
-    # ones brought those shapes up to it and were judged with the measured ones (runner/worker/sync_audits.py): {"why": the
-    # measured audits' evidence, "first_gap_ms": their gaps, "audits": the fresh ones per side, "chain": the batches
-    # queued ahead of those behind a chain, "seconds": their time in the turn}; else None.
+    # Where the measurement's audits flagged unjoined work with a side's audits of one shape fewer than MIN_AUDITS,
+    # fresh ones brought those shapes up to it and were judged with the measured ones (runner/worker/sync_audits.py):
+    # {"why": the measured audits' evidence, "first_gap_ms": their gaps, "audits": the fresh ones per side, "chain":
+    # the batches queued ahead of those behind a chain, "seconds": their time in the turn}; else None.
     audit_top_up: dict | None = None
     # Where the audits (topped up, if they were) still flagged it, a fresh set was judged instead (sync_audits.py):
     # {"why": the first set's evidence, "first_gap_ms": its gaps, "audits_per_side": the recheck's, "seconds": its

@@ -7,8 +7,8 @@ one's end (``span``), so the timing loop (``timing.py``) can queue the next batc
 and reads that one.
 The CUDA sampler flushes the L2 outside the timed region before every sample in cold mode, and where it leads
 (``lead``), a sample that finds less work queued ahead of it than its side takes the host to queue starts behind a GPU
-sleep that makes up the difference (``queue_lead.py``: ``QueueLead``, ``QueuedWork``). ``warm_up`` runs a closure before its
-measurement. This module decides nothing about when to stop or what to keep.
+sleep that makes up the difference (``queue_lead.py``: ``QueueLead``, ``QueuedWork``). ``warm_up`` runs a closure
+before its measurement. This module decides nothing about when to stop or what to keep.
 """
 
 from __future__ import annotations
