@@ -130,15 +130,22 @@ def lock_pair(out: Path, experiment: str, *overrides: str) -> dict:
     return overlap(*found)
 
 
+def accuracy_overrides(overrides: tuple[str, ...]) -> list[str]:
+    """The accuracy run's overrides: its own tasks (``NCU_TASKS``, judged as a count of them), then the user's ``--set``
+    less what would select other tasks (``suite``, ``suite.*``: a shard or limit given for the passes would leave
+    fewer tasks than the target counts)."""
+    own = ("method=reference", "suite=full", f"suite.tasks=[{','.join(NCU_TASKS)}]", "tracking=off")
+    kept = tuple(override for override in overrides if override.split("=", 1)[0].split(".", 1)[0] != "suite")
+    return _with(own, kept)
+
+
 def accuracy(out: Path, experiment: str = "h100_fullsuite", overrides: tuple[str, ...] = ()) -> dict:
     """kbench's reference medians against Nsight Compute's kernel time, same tasks, same GPU.
 
     ``--clock-control none`` keeps ncu from touching the clocks (kbench never changes them);
     ``--cache-control all`` flushes caches before each kernel, like kbench's cold mode.
     """
-    tasks = ",".join(NCU_TASKS)
-    own = ("method=reference", "suite=full", f"suite.tasks=[{tasks}]", "tracking=off")
-    run_dir = run_pass(out, "accuracy", experiment, *_with(own, overrides))
+    run_dir = run_pass(out, "accuracy", experiment, *accuracy_overrides(overrides))
     csv_path = out / "ncu.csv"
     with csv_path.open("w") as handle:
         profiled = subprocess.run(

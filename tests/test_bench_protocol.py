@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from runner.analysis.records import job_results
-from runner.bench_protocol import duty_over
+from runner.bench_protocol import NCU_TASKS, accuracy_overrides, duty_over
 from runner.bench_targets import REPEAT_TARGETS, judge, over_targets
 from tests.conftest import FAST_TIMING
 
@@ -193,3 +193,15 @@ def test_accuracy_whose_run_fails_ends_with_one_line_of_its_own(tmp_path: Path):
         pytest.skip("this machine has the GPU and ncu the accuracy step needs")
     assert proc.returncode == 1 and proc.stdout == "" and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("kbench bench accuracy: the run accuracy failed (exit ")
+
+
+def test_the_accuracy_run_keeps_its_own_tasks_whatever_suite_the_passes_were_given():
+    """``--set suite.shard=1/2`` halves the passes; the accuracy run, judged by how many of its twelve tasks agree with
+    Nsight Compute, would have profiled six. Its tasks stay the protocol's; the user's other settings still apply."""
+    given = ("hardware=h200", "suite.shard=1/2", "suite.limit=40", "suite=quick", "method=torch_compile")
+    overrides = accuracy_overrides(given)
+    assert f"suite.tasks=[{','.join(NCU_TASKS)}]" in overrides and "suite=full" in overrides
+    assert not any(o.startswith(("suite.shard", "suite.limit", "suite=quick")) for o in overrides)
+    assert "hardware=h200" in overrides
+    assert overrides.index("method=torch_compile") > overrides.index("tracking=off")  # the user's last, as before
+    assert "method=reference" not in overrides
