@@ -62,7 +62,7 @@ def measure_in_this_process(
     task_paths: list[str], device_name: str, shape: str, samples: int, method: str, workdir: str, hold: float = 0.0
 ) -> dict:
     """Each task's reference and ``method``'s candidate at ``shape`` in this process: per side its samples
-    summarised as a measurement's are (``timing.summarise``: the median, the quartiles, the median's relative
+    summarised as a measurement's are (``median_noise.summarise``: the median, the quartiles, the median's relative
     standard error). ``device_name`` "auto": the GPU where there is one, else the CPU; ``shape`` "auto": the performance
     shape on a GPU, the small one on a CPU (where the performance shapes take minutes a call). The candidates'
     sources are written to ``workdir``. On a GPU, ``hold`` of the device memory free at the start is held (allocated,
@@ -73,10 +73,10 @@ def measure_in_this_process(
     from runner.tasks.model import read_native_task
     from runner.worker.input_offsets import InputOffsets
     from runner.worker.loading import build_model, import_file
+    from runner.worker.median_noise import summarise
     from runner.worker.placements import timing_inputs
     from runner.worker.protocol import TimingSettings
     from runner.worker.samplers import CudaSampler, HostSampler, run_batch, warm_up
-    from runner.worker.timing import summarise
 
     if device_name == "auto":
         device_name = "cuda" if torch.cuda.is_available() else "cpu"
@@ -202,7 +202,7 @@ def _across_processes(per_process: list[dict]) -> dict:
     reference = [p["reference"]["median_ms"] for p in per_process]
     candidate = [p["candidate"]["median_ms"] for p in per_process]
     speedups = [r / c for r, c in zip(reference, candidate)]
-    # A ratio's relative noise: its two medians' together (as ``timing._ratio_noise``).
+    # A ratio's relative noise: its two medians' together (as ``median_noise.ratio_noise``).
     noise = statistics.median(
         math.hypot(p["reference"]["relative_noise"], p["candidate"]["relative_noise"]) for p in per_process
     )

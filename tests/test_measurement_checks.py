@@ -346,7 +346,7 @@ def test_no_collection_runs_while_a_pair_is_measured(was_on):
 )
 def test_a_batch_holds_the_least_power_of_two_pairs_that_lasts_batch_min_ms(pair_ms, pairs):
     from runner.worker.protocol import TimingSettings
-    from runner.worker.timing import batch_pairs
+    from runner.worker.stopping import batch_pairs
 
     assert batch_pairs(TimingSettings(batch=20, batch_min_ms=50.0, max_samples=100_000), pair_ms) == pairs
     assert batch_pairs(TimingSettings(batch=20), pair_ms) == 20  # 0 (the default): ``batch`` pairs
@@ -356,7 +356,7 @@ def test_a_measurement_stopped_at_max_samples_still_has_batches_enough():
     """However short the calls, a batch holds at most ``max_samples / MIN_BATCHES_AT_CAP`` pairs (as a power of two
     times ``batch``): a measurement the sample cap stops keeps room for both sides' audits and every placement."""
     from runner.worker.protocol import TimingSettings
-    from runner.worker.timing import MIN_BATCHES_AT_CAP, batch_pairs
+    from runner.worker.stopping import MIN_BATCHES_AT_CAP, batch_pairs
 
     settings = TimingSettings(batch=20, batch_min_ms=50.0, max_samples=5000)
     assert batch_pairs(settings, 0.001) == 160  # 250 allowed: 20, 40, 80, 160
@@ -371,6 +371,7 @@ def test_short_calls_are_sampled_in_longer_batches():
 
     from runner.worker import timing as timing_module
     from runner.worker.protocol import TimingSettings
+    from runner.worker.stopping import MAX_BATCH_DOUBLINGS
 
     settings = TimingSettings(
         min_samples=4, max_samples=4096, batch=2, batch_min_ms=1000.0, warmup_ms=0.0, target_noise=0.0
@@ -379,7 +380,7 @@ def test_short_calls_are_sampled_in_longer_batches():
     result, raw = timing_module.measure_pair(
         lambda: None, lambda: None, torch.device("cpu"), settings, "small", 0, tools=tools
     )
-    pairs = 2 * 2**timing_module.MAX_BATCH_DOUBLINGS
+    pairs = 2 * 2**MAX_BATCH_DOUBLINGS
     assert result.batch_pairs == pairs
     assert len(raw["order"]) == 2 * pairs * len(raw["batch_window"]) and len(raw["batch_window"]) >= 1
     assert result.reference.samples % pairs == 0
@@ -409,17 +410,17 @@ def test_quartiles_read_off_sorted_samples_match_the_statistics_module():
     import random
     import statistics
 
-    from runner.worker.timing import _quartiles_of_sorted, _ratio_noise, _relative_median_error
+    from runner.worker.median_noise import quartiles_of_sorted, ratio_noise, relative_median_error
 
     rng = random.Random(7)
     for count in [*range(2, 41), 999, 1000, 5000]:
         values = [rng.lognormvariate(0, 0.3) for _ in range(count)]
         q1, _, q3 = statistics.quantiles(values, n=4)
-        assert _quartiles_of_sorted(sorted(values)) == (q1, statistics.median(values), q3)
+        assert quartiles_of_sorted(sorted(values)) == (q1, statistics.median(values), q3)
         if count >= 4:
-            assert _relative_median_error(sorted(values), presorted=True) == _relative_median_error(values)
+            assert relative_median_error(sorted(values), presorted=True) == relative_median_error(values)
     other = [rng.random() for _ in range(100)]
-    assert _ratio_noise(sorted(values), sorted(other), presorted=True) == _ratio_noise(values, other)
+    assert ratio_noise(sorted(values), sorted(other), presorted=True) == ratio_noise(values, other)
 
 
 def test_a_measurement_the_gpu_spoiled_ends_infra_error_not_the_candidates_runtime_error(monkeypatch, tmp_path):

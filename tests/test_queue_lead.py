@@ -309,13 +309,13 @@ def test_the_timing_loop_queues_each_batch_behind_the_last_so_the_gpu_never_wait
         return times(handle)
 
     sampler.times = recording_times  # the events are reused every third batch: read as the loop reads them
-    batch_order = timing_module._batch_order
+    batch_order = timing_module.batch_order
 
     def slow_batch_order(rng, batch):
         stream.host_ms += 1.0
         return batch_order(rng, batch)
 
-    monkeypatch.setattr(timing_module, "_batch_order", slow_batch_order)
+    monkeypatch.setattr(timing_module, "batch_order", slow_batch_order)
     monkeypatch.setattr(timing_module, "time", stream.clock())  # the windows on the samples' clock
     settings = TimingSettings(min_samples=400, max_samples=400, batch=10, warmup_ms=0.0, target_noise=0.0)
     tools = timing_module.Instruments(sampler, ClockMonitor(None))

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from runner.analysis.records import job_results, samples_path
 from runner.warmup_beside import warmup_windows
-from runner.worker.protocol import batch_medians
+from runner.worker.protocol import SIDES, batch_medians
 
 Z_LIMIT = 5.0
 MIN_EXCESS = 0.005
@@ -54,7 +54,6 @@ _MAD_TO_SIGMA = 1.4826
 # since an exit, batches with none before them).
 WHEN_BIN_S = 0.25
 WHEN_BINS = 12
-_SIDES = ("reference", "candidate")
 _LISTED = 10
 
 
@@ -86,21 +85,21 @@ def disturbances(run_dir: Path) -> dict:
         windows = raw.get("batch_window") or []
         size = len(raw["reference"]) // len(windows) if windows else 0
         waits = raw.get("batch_host_wait_ms") or [None] * len(windows)
-        excess = {side: _excess(raw[side], size, len(windows)) for side in _SIDES}
+        excess = {side: _excess(raw[side], size, len(windows)) for side in SIDES}
         for k, (start, end) in enumerate(windows):
             batches += 1
             near = {kind for kind, owner, s, e in events if owner != result.eval_id and s < end and e > start}
             if waits[k] is not None and waits[k] > HOST_WAIT_MIN_MS:
                 near.add("host_wait")
             near = sorted(near)
-            is_disturbed = any(z > Z_LIMIT and rel > MIN_EXCESS for z, rel in (excess[s][k] for s in _SIDES))
+            is_disturbed = any(z > Z_LIMIT and rel > MIN_EXCESS for z, rel in (excess[s][k] for s in SIDES))
             in_turn.add(start - windows[0][0], is_disturbed)
             since_exit.add(_since_last(exits, end, result.eval_id), is_disturbed)
             for kind in near:
                 counts[kind]["all"] += 1
                 counts[kind]["disturbed"] += is_disturbed
             if is_disturbed:
-                worst = max(_SIDES, key=lambda side: excess[side][k][1])
+                worst = max(SIDES, key=lambda side: excess[side][k][1])
                 disturbed.append(
                     {
                         "task": result.task_id,

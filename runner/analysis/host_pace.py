@@ -24,10 +24,10 @@ import statistics
 from pathlib import Path
 
 from runner.analysis.records import job_results, samples_path
+from runner.worker.protocol import SIDES
 
 PACED_EXCESS = 0.01
 MIN_SAMPLES = 8
-_SIDES = ("reference", "candidate")
 _LISTED = 20
 
 
@@ -39,8 +39,8 @@ def sample_groups(raw: dict) -> dict[str, dict[str, list[float]]] | None:
     if led is None or not led or len(order) % len(led):
         return None
     size = len(order) // len(led)
-    taken = dict.fromkeys(_SIDES, 0)
-    groups = {side: {"first": [], "led": [], "behind_own": [], "behind_other": []} for side in _SIDES}
+    taken = dict.fromkeys(SIDES, 0)
+    groups = {side: {"first": [], "led": [], "behind_own": [], "behind_other": []} for side in SIDES}
     for batch, positions in enumerate(led):
         positions = set(positions)
         for position in range(size):
@@ -87,7 +87,7 @@ def host_pace(run_dir: Path) -> dict:
         if groups is None:
             unreadable += 1
             continue
-        for side in _SIDES:
+        for side in SIDES:
             samples += sum(len(values) for values in groups[side].values())
             led_samples += len(groups[side]["led"])
             pace = side_pace(groups[side])
@@ -95,7 +95,7 @@ def host_pace(run_dir: Path) -> dict:
                 continue
             checked += 1
             if pace["excess_pct"] >= 100 * PACED_EXCESS:
-                other = getattr(result.timing, _SIDES[1 - _SIDES.index(side)])
+                other = getattr(result.timing, SIDES[1 - SIDES.index(side)])
                 lead = (result.timing.lead_ms or {}).get(side)
                 waits = (result.timing.waits_for_device or {}).get(side)
                 row = {"task": result.task_id, "eval_id": result.eval_id, "side": side, **pace}

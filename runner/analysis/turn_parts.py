@@ -109,7 +109,7 @@ def short_batches(sampled: list) -> dict | None:
     pairs per batch, and how long the GPU waited around their batches (``batches_rest_parts``' ``around_batches``).
     A batch of ``batch`` pairs among them was sized by a warm-up round that took longer than the calls do (b8, H200,
     torch_compile, forty-third session: 45 of 111 under 50 ms, all of 20 pairs, 2.4 s of the 3.2 s around all
-    batches); one of the most pairs (``timing.batch_pairs``) holds calls too short for any batch to last that long.
+    batches); one of the most pairs (``stopping.batch_pairs``) holds calls too short for any batch to last that long.
     Each of the shortest lists the rounds that sized its batches (``timing.sizing_rounds_ms``; none before the
     forty-fourth session). In that session's pass b (H200), with the round in the turn, 17 evaluations were still
     under 50 ms, 11 of them at 20 pairs of calls under 1 ms, which only rounds of 2.5 ms or more give. None where no

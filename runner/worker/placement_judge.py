@@ -14,9 +14,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from runner.worker.protocol import TimingSettings, batch_medians
-
-_SIDES = ("reference", "candidate")
+from runner.worker.protocol import SIDES, TimingSettings, batch_medians
 
 # Placements are judged once each has this many kept batches (``placements_wanted``), and the sampling waits for it.
 JUDGED_BATCHES = 3
@@ -72,7 +70,7 @@ def batch_speedups(samples: dict, placed: list[int], batch: int) -> dict[int, li
     """Each placement's batches' speedups (a batch's reference median over its candidate median), in batch order;
     batches with a median of zero left out."""
     by_placement: dict[int, list[float]] = {}
-    medians = zip(*(batch_medians(samples[side], batch, len(placed)) for side in _SIDES))
+    medians = zip(*(batch_medians(samples[side], batch, len(placed)) for side in SIDES))
     for placement, (reference, candidate) in zip(placed, medians):
         if candidate > 0 and reference > 0:
             by_placement.setdefault(placement, []).append(reference / candidate)

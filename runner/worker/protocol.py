@@ -26,6 +26,9 @@ from pathlib import Path
 PROTOCOL_VERSION = 5
 RESULT_SCHEMA = "kbench.result/1"
 
+# The two sides of every timed pair, in the order results and samples list them.
+SIDES = ("reference", "candidate")
+
 VERDICTS = (
     "correct",
     "incorrect",

@@ -61,7 +61,7 @@ MAX_WARMUP_ROUNDS = 1000
 # between two measurements for 64 ms (median; calls under 1 ms: 19.5 ms), as the next measurement's warm-up
 # outlasted the last one's checks (BENCHMARKS.md, thirtieth session); with one, the hand-overs of a full suite took
 # 4.7-5.0 s instead of 6.7 (thirty-first session). Shorter rounds get two more: the batch's
-# size is read off the shortest (``timing.batch_pairs``), and a round this long already fills the least batch
+# size is read off the shortest (``stopping.batch_pairs``), and a round this long already fills the least batch
 # (20 pairs) with 50 ms, ``h100_fullsuite``'s ``batch_min_ms``.
 LONG_ROUND_MS = 2.5
 

@@ -19,8 +19,7 @@ import time
 from collections.abc import Callable
 
 from runner.worker.integrity import unjoined_work
-
-_SIDES = ("reference", "candidate")
+from runner.worker.protocol import SIDES
 
 # Audit calls kept per side before the noise target may stop the sampling: the gap is judged on their median.
 MIN_AUDITS = 3
@@ -54,7 +53,7 @@ def judged_sync_gaps(
     the batches queued ahead of its batch since the device was last idle (``sync_gaps``).
 
     ``rng``: the measurement's generator (each recheck shape's first side); ``draw_order``: a batch's interleaved order
-    as the measurement draws it (``timing._batch_order`` from the same generator).
+    as the measurement draws it (``stopping.batch_order`` from the same generator).
 
     The fresh audits close batches made as the measurement's are (``_fresh_audits``), whose samples are not kept: a
     candidate cannot tell them from the batches it was measured in. A recheck of a shape of its own would let it:
@@ -73,7 +72,7 @@ def judged_sync_gaps(
     (torch_compile, a quarter of the suite, both passes; BENCHMARKS.md, sixty-second session), and a recheck takes
     ``2 * RECHECK_AUDITS`` audited batches per shape, each behind its chain. The top-up takes at most
     ``MIN_AUDITS - 1`` per thin shape."""
-    empty = {side: [] for side in _SIDES}
+    empty = {side: [] for side in SIDES}
     gaps = sync_gaps(audits, chains, medians)
     suspicion = unjoined_work(gaps, medians["candidate"])
     if suspicion is None:
@@ -88,12 +87,12 @@ def judged_sync_gaps(
         top_up = {
             "why": suspicion,
             "first_gap_ms": gaps,
-            "audits": {side: len(topped[side]) for side in _SIDES},
+            "audits": {side: len(topped[side]) for side in SIDES},
             "chain": fillers,
             "seconds": round(time.perf_counter() - started, 6),
         }
-        merged = {side: audits[side] + topped[side] for side in _SIDES}
-        merged_chains = {side: chains[side] + topped_chains[side] for side in _SIDES}
+        merged = {side: audits[side] + topped[side] for side in SIDES}
+        merged_chains = {side: chains[side] + topped_chains[side] for side in SIDES}
         gaps = sync_gaps(merged, merged_chains, medians)
         suspicion = unjoined_work(gaps, medians["candidate"])
     fresh = {"top_up": topped, "top_up_chain": topped_chains, "recheck": empty, "recheck_chain": empty}
@@ -103,7 +102,7 @@ def judged_sync_gaps(
     plan = []
     for chain in sorted({0, fillers} if sampler.queues_ahead else {0}):
         first = rng.randrange(2)
-        plan += [(_SIDES[(first + k) % 2], chain) for k in range(2 * RECHECK_AUDITS)]
+        plan += [(SIDES[(first + k) % 2], chain) for k in range(2 * RECHECK_AUDITS)]
     rechecked, rechecked_chains = _fresh_audits(plan, sampler, placements, draw_order)
     recheck = {
         "why": suspicion,
@@ -119,7 +118,7 @@ def judged_sync_gaps(
 def _filler_chain(chains: dict) -> int:
     """How many unaudited batches a fresh audit behind a chain is queued behind: as many as the measured audits behind
     one were (their median, at least 1, at most ``RECHECK_CHAIN_MAX``); 0 where none was."""
-    behind = [chain for side in _SIDES for chain in chains[side] if chain > 0]
+    behind = [chain for side in SIDES for chain in chains[side] if chain > 0]
     return min(RECHECK_CHAIN_MAX, max(1, round(statistics.median(behind)))) if behind else 0
 
 
@@ -127,7 +126,7 @@ def thin_shapes(chains: dict) -> list[tuple[str, bool, int]]:
     """Each side's shapes (after a synchronisation, ``False``; behind a chain, ``True``) that hold at least one audit
     and fewer than ``MIN_AUDITS``, with the audits they lack."""
     thin = []
-    for side in _SIDES:
+    for side in SIDES:
         for behind in (False, True):
             held = sum((chain > 0) == behind for chain in chains[side])
             if 0 < held < MIN_AUDITS:
@@ -142,8 +141,8 @@ def _fresh_audits(
     the last, then the audited one behind them (``chain`` 0: right after a synchronisation), every batch in an order
     ``draw_order`` draws, the placements in turn per side; none of their samples kept. Returns each
     side's audit times and the chains they were taken behind (0 where the audited batch found the device idle)."""
-    times = {side: [] for side in _SIDES}
-    chains = {side: [] for side in _SIDES}
+    times = {side: [] for side in SIDES}
+    chains = {side: [] for side in SIDES}
     for audited, chain in plan:
         calls = placements[len(times[audited]) % len(placements)]  # each side at every placement in turn
         ahead = None
@@ -164,7 +163,7 @@ def sync_gaps(audits: dict, chains: dict, medians: dict) -> dict:
     for its audits that followed a synchronisation (chain 0) and for those behind a chain of batches apart (``chains``:
     per audit, the batches queued ahead of its batch since the device was last idle), the larger of the two."""
     gaps = {}
-    for side in _SIDES:
+    for side in SIDES:
         shapes = [
             [audit for audit, chain in zip(audits[side], chains[side]) if (chain > 0) == behind]
             for behind in (False, True)

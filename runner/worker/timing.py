@@ -13,7 +13,8 @@ last end event), read, judged and added to the noise estimate, so that the GPU g
 waiting for the host, and host work (NVML, statistics) overlaps the GPU's; a batch with an audit call is closed, the
 device waited for, before the next is queued. Sampling stops when the
 estimated relative noise of the median ratio is under the target (after a minimum count and,
-like nvbench's ``--min-time``, a minimum measured time per side), or at a sample or time cap.
+like nvbench's ``--min-time``, a minimum measured time per side), or at a sample or time cap (the rule and the
+batches' size: ``stopping.py``; the medians and their noise: ``median_noise.py``).
 On a CPU the same loop runs on the host clock. The warm-up comes before the measurement's turn: in the
 worker it runs while the measurement queues for the device (``DeviceToken.approach``), beside the
 shared work still running, and the samples start once the turn is taken.
@@ -83,6 +84,7 @@ import torch
 
 from runner.worker.clocks import ClockMonitor, device_uuid
 from runner.worker.host_cpu import current_cpu, waited_ns
+from runner.worker.median_noise import ratio_noise, summarise
 from runner.worker.placement_judge import (
     JUDGED_BATCHES,
     placement_spread,
@@ -90,11 +92,18 @@ from runner.worker.placement_judge import (
     sampled_enough,
     sampled_enough_after,
 )
-from runner.worker.protocol import Timing, TimingSettings, TimingSummary
+from runner.worker.protocol import SIDES, Timing, TimingSettings
 from runner.worker.samplers import CudaSampler, HostSampler, run_batch, warm_up
+from runner.worker.stopping import (
+    audit_counts,
+    audited_enough,
+    batch_order,
+    batch_pairs,
+    enough,
+    likely_enough,
+    sized_short,
+)
 from runner.worker.sync_audits import MIN_AUDITS, judged_sync_gaps
-
-_SIDES = ("reference", "candidate")
 
 
 class GpuThrottled(RuntimeError):
@@ -184,7 +193,7 @@ def measure_pair(
     tools = tools or instruments(device, settings)
     sampler, monitor = tools.sampler, tools.monitor
     first_pair = [references[0], candidates[0]]  # other placements: the same code
-    pair_ms = warm_up(first_pair, sampler, settings.warmup_ms, labels=_SIDES)
+    pair_ms = warm_up(first_pair, sampler, settings.warmup_ms, labels=SIDES)
     sizing = {"warm_up": round(pair_ms, 6)}
     # The reading before the first batch, taken before the turn: its 2-5 ms (NVML, on the H100) then run beside the
     # last measurement's checks after timing, not in the turn. Whatever slowed the GPU from here to the first batch
@@ -197,8 +206,8 @@ def measure_pair(
         waited = time.perf_counter() - asked
         # One more round where the warm-up lies further back than it lasted, or where the batches' size hangs on it:
         # the warm-up ran beside shared work, whose time slices its round's times took in.
-        if waited > max(settings.warmup_ms / 1000.0, REWARM_AFTER_S) or _sized_short(settings, pair_ms):
-            in_turn = sum(run_batch(sampler, first_pair, labels=_SIDES)[0])
+        if waited > max(settings.warmup_ms / 1000.0, REWARM_AFTER_S) or sized_short(settings, pair_ms):
+            in_turn = sum(run_batch(sampler, first_pair, labels=SIDES)[0])
             sizing["in_turn"] = round(in_turn, 6)
             pair_ms = min(pair_ms, in_turn)
     batch = batch_pairs(settings, pair_ms)
@@ -207,7 +216,7 @@ def measure_pair(
     # Each placement's two closures by side: what a batch of it calls, and its audit call.
     placements = [{"reference": r, "candidate": c} for r, c in zip(references, candidates)]
     rng = random.Random(seed)
-    sides = _SIDES
+    sides = SIDES
     samples = {side: [] for side in sides}  # each side's batch samples, in batch order (``batch`` a batch)
     # The audited calls kept as samples (``CudaSampler.close``), each side's apart, with their kept batch's index and
     # clock: the batches keep ``batch`` samples each, which the placements' spread and runner/analysis read.
@@ -267,13 +276,13 @@ def measure_pair(
     # every batch where the sampler runs each as it is launched (``queues_ahead``: the host clock). The reading
     # taken once j - 1 is closed falls inside j; the ones taken one cycle before and after it bracket j whole
     # (``readings[-3:]`` when j is judged).
-    pending: _Queued | None = None  # queued last cycle, not judged yet
+    pending: Queued | None = None  # queued last cycle, not judged yet
     while True:
         current = None
         waiting = len(pending.order) // 2 if pending else 0
         # No batch is queued behind one that will probably end the measurement: if it does not, the next
         # is queued after it was judged (one idle moment); if it does, no batch was measured for nothing.
-        last_likely = pending is not None and _likely_enough(
+        last_likely = pending is not None and likely_enough(
             side_ms,
             len(samples["reference"]),
             noise,
@@ -285,13 +294,13 @@ def measure_pair(
         )
         if not stopping and not last_likely and len(samples["reference"]) + waiting < settings.max_samples:
             launched += 1
-            order = _batch_order(rng, batch)
+            order = batch_order(rng, batch)
             # The side with fewer audits kept while one has fewer than MIN_AUDITS (queued ones counted), from a
             # random start; then one side, alternating, where a draw under ``audit_share`` says so (its own
             # generator: the order above stays the seed's).
             audited = None
             if auditing:
-                owed = _audit_counts(audits, pending)
+                owed = audit_counts(audits, pending)
                 due = sides[(first_audited + audits_taken) % 2]  # the alternation's next side
                 if min(owed.values()) < MIN_AUDITS:
                     audited = min(sides, key=lambda side: (owed[side], side != due))
@@ -308,7 +317,7 @@ def measure_pair(
                 _close(sampler, pending, placements)
             launched_at, waited_at_launch = time.time(), waited_ns()
             handle = sampler.launch([calls[side] for side in order], order)
-            current = _Queued(order, audited, handle, placement, launched_at, waited_at_launch=waited_at_launch)
+            current = Queued(order, audited, handle, placement, launched_at, waited_at_launch=waited_at_launch)
             if pending is not None and sampler.queued_behind(handle):
                 current.chain = pending.chain + 1
         elif pending is None:
@@ -388,7 +397,7 @@ def measure_pair(
             for position in positions:
                 led_count[pending.order[position]] += 1
             n = len(samples["reference"])
-            noise = _ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
+            noise = ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
             if judged_count < len(placements) and min(kept_at_placement) >= JUDGED_BATCHES:
                 judged_count = len(placements)
                 wanted = placements_wanted(samples, placed, batch, len(placements), settings)
@@ -402,12 +411,12 @@ def measure_pair(
                         judged_count = len(placements)
             # Every placement sampled (``JUDGED_BATCHES`` times, where they are still to be judged), like both sides
             # audited, before the noise target may stop the sampling.
-            covered = (not auditing or _audited_enough(_audit_counts(audits, None))) and sampled_enough(
+            covered = (not auditing or audited_enough(audit_counts(audits, None))) and sampled_enough(
                 kept_at_placement, judged_count
             )
             if stopping:
                 pass  # a batch queued before the stop, kept
-            elif _enough(n, noise, covered, min(side_ms.values()), settings):
+            elif enough(n, noise, covered, min(side_ms.values()), settings):
                 stop_reason, stopping = "noise_target", True
             elif time.perf_counter() - started > settings.time_cap_s and n >= min(settings.min_samples, 10) and covered:
                 stop_reason, stopping = "time_cap", True
@@ -423,7 +432,7 @@ def measure_pair(
     cand = summarise(samples["candidate"] + audit_samples["candidate"])
     medians = {"reference": ref.median_ms, "candidate": cand.median_ms}
     gaps, top_up, recheck, fresh = judged_sync_gaps(
-        audits, audit_chains, medians, sampler, placements, rng, lambda: _batch_order(rng, batch)
+        audits, audit_chains, medians, sampler, placements, rng, lambda: batch_order(rng, batch)
     )
     wall = time.perf_counter() - started
     leads = getattr(sampler, "leads", None)  # the CUDA sampler's, where it leads (queue_lead.QueueLead)
@@ -436,7 +445,7 @@ def measure_pair(
         reference=ref,
         candidate=cand,
         speedup=ref.median_ms / cand.median_ms if cand.median_ms > 0 else math.inf,
-        ratio_noise=_ratio_noise(ordered["reference"], ordered["candidate"], presorted=True),
+        ratio_noise=ratio_noise(ordered["reference"], ordered["candidate"], presorted=True),
         measured_s=sum(side_ms.values()) / 1000.0,
         wall_s=wall,
         stop_reason=stop_reason,
@@ -496,94 +505,6 @@ def measure_pair(
 # before its samples: the shared work it waited for ran between (``Timing.turn_wait_s``).
 REWARM_AFTER_S = 0.005
 
-# The most times ``TimingSettings.batch`` a batch holds, however short its calls (1,280 pairs at the default 20).
-MAX_BATCH_DOUBLINGS = 6
-# A measurement stopped by ``max_samples`` still has this many batches: room for the audits of both sides
-# (``MIN_AUDITS`` each, one a batch) and a batch at each placement, and for judging the batches apart.
-MIN_BATCHES_AT_CAP = 20
-
-
-def batch_pairs(settings: TimingSettings, pair_ms: float) -> int:
-    """The pairs in each batch of a measurement whose pair of calls took ``pair_ms`` in the warm-up: ``batch``
-    times the least power of two (up to ``2 ** MAX_BATCH_DOUBLINGS``, and no more than ``max_samples`` over
-    ``MIN_BATCHES_AT_CAP``) for which they take ``batch_min_ms``. Powers of two, so the warm-up's jitter seldom
-    changes a rerun's batches (and its order of samples, drawn per batch)."""
-    pairs = settings.batch
-    most = max(settings.batch, settings.max_samples // MIN_BATCHES_AT_CAP)
-    for _ in range(MAX_BATCH_DOUBLINGS):
-        if pairs * pair_ms >= settings.batch_min_ms or pairs * 2 > most:
-            break
-        pairs *= 2
-    return pairs
-
-
-def _sized_short(settings: TimingSettings, pair_ms: float) -> bool:
-    """Whether a pair of calls shorter than ``pair_ms`` would be sampled in longer batches (``batch_pairs``): a warm-up
-    beside other evaluations' shared work timed their time slices too: batches of 20 pairs of 0.66 ms calls, 15 ms,
-    where ``batch_min_ms`` asked for 50 (45 of 111 evaluations' batches under 50 ms, all of 20 pairs, in a
-    torch_compile pass on the H200; ``runner.bench duty``'s ``short_batches``). A batch that short leaves the GPU
-    waiting for the host, whose every delay then lies in the samples (BENCHMARKS.md, forty-third session)."""
-    return settings.batch_min_ms > 0 and batch_pairs(settings, pair_ms) < batch_pairs(settings, 0.0)
-
-
-def _batch_order(rng: random.Random, batch: int) -> list[str]:
-    """A batch's interleaved order: ``batch`` pairs, each side once per pair, in the order ``rng`` draws."""
-    order = []
-    for _ in range(batch):
-        pair = list(_SIDES)
-        rng.shuffle(pair)
-        order.extend(pair)
-    return order
-
-
-def _audit_counts(audits: dict, queued: _Queued | None) -> dict:
-    """Each side's audits: those kept, and the one of the batch ``queued`` (not judged yet), if any."""
-    return {side: len(values) + (queued is not None and queued.audited == side) for side, values in audits.items()}
-
-
-def _audited_enough(counts: dict) -> bool:
-    """Whether each side has ``MIN_AUDITS`` audits (``_audit_counts``)."""
-    return all(count >= MIN_AUDITS for count in counts.values())
-
-
-def _enough(n: int, noise: float, covered: bool, shortest_side_ms: float, settings: TimingSettings) -> bool:
-    """The noise target's stopping rule: enough samples, quiet enough, both sides audited and every placement
-    sampled (``covered``), long enough."""
-    return (
-        n >= settings.min_samples
-        and noise <= settings.target_noise
-        and covered
-        and shortest_side_ms >= 1000.0 * settings.min_time_s
-    )
-
-
-def _likely_enough(
-    side_ms: dict,
-    n: int,
-    noise: float,
-    audits: dict,
-    pending: _Queued,
-    settings,
-    auditing: bool,
-    all_placed: bool,
-) -> bool:
-    """Whether the rule will probably hold once ``pending`` (queued, not judged) is in: its pairs added at each
-    side's mean so far (``side_ms``: each side's samples summed; ``n``: the batches' pairs so far), the noise of the
-    samples so far (``noise``) shrinking as one over the root of the count; ``all_placed``: the placements covered
-    (``placement_judge.sampled_enough``) once it is in."""
-    if n == 0:
-        return False
-    extra = len(pending.order) // 2
-    noise *= math.sqrt(n / (n + extra))
-    shortest = min(total * (n + extra) / n for total in side_ms.values())
-    return _enough(
-        n + extra,
-        noise,
-        (not auditing or _audited_enough(_audit_counts(audits, pending))) and all_placed,
-        shortest,
-        settings,
-    )
-
 
 def _as_graph(fn, device: torch.device):
     """Capture one call of ``fn`` as a CUDA graph; the returned closure replays it."""
@@ -604,53 +525,8 @@ def _as_graph(fn, device: torch.device):
     return replay
 
 
-def _quartiles_of_sorted(ordered: list[float]) -> tuple[float, float, float]:
-    """``statistics.quantiles(data, n=4)`` (its default, "exclusive") and ``statistics.median(data)`` of
-    ``ordered``, already sorted, by the same arithmetic, without sorting it again. At least 2 values."""
-    count = len(ordered)
-    quartiles = []
-    for i in (1, 2, 3):
-        j = min(max(i * (count + 1) // 4, 1), count - 1)
-        delta = i * (count + 1) - j * 4
-        quartiles.append((ordered[j - 1] * (4 - delta) + ordered[j] * delta) / 4)
-    half = count // 2
-    median = ordered[half] if count % 2 else (ordered[half - 1] + ordered[half]) / 2
-    return quartiles[0], median, quartiles[2]
-
-
-def _relative_median_error(values: list[float], presorted: bool = False) -> float:
-    """Standard error of the median relative to it, from the interquartile range."""
-    n = len(values)
-    if n < 4:
-        return math.inf
-    q1, median, q3 = _quartiles_of_sorted(values if presorted else sorted(values))
-    if median <= 0:
-        return math.inf
-    sigma = (q3 - q1) / 1.349
-    return 1.2533 * sigma / math.sqrt(n) / median
-
-
-def _ratio_noise(reference: list[float], candidate: list[float], presorted: bool = False) -> float:
-    return math.hypot(_relative_median_error(reference, presorted), _relative_median_error(candidate, presorted))
-
-
-def summarise(values: list[float]) -> TimingSummary:
-    """One side's samples as every measurement reports them (also ``runner/process_modes.py``): the median, the
-    quartiles, and the median's relative standard error."""
-    q1, median, q3 = statistics.quantiles(values, n=4) if len(values) >= 2 else (values[0],) * 3
-    return TimingSummary(
-        median_ms=statistics.median(values),
-        q1_ms=q1,
-        q3_ms=q3,
-        min_ms=min(values),
-        mean_ms=statistics.fmean(values),
-        samples=len(values),
-        relative_noise=_relative_median_error(values),
-    )
-
-
 @dataclass
-class _Queued:
+class Queued:
     """A batch on its way: its interleaved order, the side it audits, the sampler's handle on it, its placement,
     when it was launched (queued behind a batch still running: when that one ended) and when the
     synchronisation after it returned (epoch seconds; None until it is closed), the measuring thread's scheduler
@@ -670,14 +546,14 @@ class _Queued:
     host_wait_ms: float | None = None
 
 
-def _closed_before_the_next(sampler, queued: _Queued) -> bool:
+def _closed_before_the_next(sampler, queued: Queued) -> bool:
     """Whether ``queued`` is closed before the next batch is queued, not after: where it has an audit call (which must
     follow its samples, and whose synchronisation would wait for whatever came behind), or where the sampler runs each
     batch as it is launched (``queues_ahead``: the host clock)."""
     return queued.audited is not None or not sampler.queues_ahead
 
 
-def _close(sampler, queued: _Queued, placements: list[dict] | None) -> None:
+def _close(sampler, queued: Queued, placements: list[dict] | None) -> None:
     """Close ``queued`` (``placements``: with its audit call, if it has one; None: without, as one thrown away) and
     note when, and the host's wait over its flight."""
     audit = placements[queued.placement].get(queued.audited) if placements is not None else None
