@@ -70,7 +70,6 @@ until they have caught up.
 
 from __future__ import annotations
 
-import bisect
 import gc
 import math
 import random
@@ -83,8 +82,8 @@ from dataclasses import dataclass
 import torch
 
 from runner.worker.clocks import ClockMonitor, device_uuid
-from runner.worker.host_cpu import current_cpu, waited_ns
-from runner.worker.median_noise import ratio_noise, summarise
+from runner.worker.host_cpu import waited_ns
+from runner.worker.kept_batches import KeptBatches
 from runner.worker.placement_judge import (
     JUDGED_BATCHES,
     placement_spread,
@@ -217,54 +216,17 @@ def measure_pair(
     placements = [{"reference": r, "candidate": c} for r, c in zip(references, candidates)]
     rng = random.Random(seed)
     sides = SIDES
-    samples = {side: [] for side in sides}  # each side's batch samples, in batch order (``batch`` a batch)
-    # The audited calls kept as samples (``CudaSampler.close``), each side's apart, with their kept batch's index and
-    # clock: the batches keep ``batch`` samples each, which the placements' spread and runner/analysis read.
-    audit_samples = {side: [] for side in sides}
-    audit_batches = {side: [] for side in sides}
-    audit_clocks = {side: [] for side in sides}
-    side_ms = dict.fromkeys(sides, 0.0)  # each side's samples, both kinds, summed
-    # The same samples, both kinds, kept sorted as they come: the noise after each batch reads its quartiles off them
-    # instead of sorting thousands of values again while the GPU waits for the next batch.
-    ordered = {side: [] for side in sides}
-    clocks = {side: [] for side in sides}
-    placed: list[int] = []  # each kept batch's placement
-    batch_audited: list[str | None] = []  # each kept batch's audited side, None where it had no audit call
+    kept = KeptBatches()
     launched_at_placement = [0] * len(placements)  # batches launched at each placement (the next: the fewest)
     kept_at_placement = [0] * len(placements)
     added = 0
     # Placements are judged once each has JUDGED_BATCHES, once per count of them; none where none can be made.
     judged_count = len(placements) if grow is None or len(placements) >= settings.max_placements else 0
-    # Each kept batch's [launched, closed], epoch seconds: when it ran (runner/analysis/disturbances.py); one queued
-    # behind a batch still in flight from where that one ended, which ends that one's window.
-    windows: list[list[float]] = []
-    # Each kept batch's span, ms: its first sample's start to its last one's end (``runner.bench``'s turn parts).
-    spans: list[float] = []
-    # Each kept batch's gap before it on the GPU's clock, ms: from the last end event of the batch launched before it to
-    # its first start event (``CudaSampler.gap_before``; None on the host clock).
-    gaps_before: list[float | None] = []
-    # The host CPU the measuring thread ran on as each kept batch was read (``host_cpu.py``).
-    host_cpus: list[int | None] = []
-    # How long the measuring thread waited, runnable, for a core while each kept batch was in flight: from before its
-    # launch (queued behind a batch still running: from that one's close) to after its close (ms; ``host_cpu.py``).
-    host_waits: list[float | None] = []
-    # Each kept batch's samples that started behind a lead, by their position in its order, and its leads' sum, ms: the
-    # GPU asleep ahead of them (``queue_lead.QueueLead``).
-    led: list[list[int]] = []
-    lead_ms: list[float] = []
-    led_count = dict.fromkeys(sides, 0)
-    audits = {side: [] for side in sides}
-    # Per audit, the batches queued behind one another ahead of its batch since the device was last idle (0: its batch
-    # began on an idle device, after a synchronisation): the shape its call was made in (``sync_audits.sync_gaps``).
-    audit_chains = {side: [] for side in sides}
-    throttled: list[dict] = []
     cooled = 0.0
     power_capped = 0
     first_audited = rng.randrange(2)
     audit_draws = random.Random(f"{seed}-audits")
     audits_taken = 0
-    launched = 0
-    order_log = []
     stop_reason = "max_samples"
     stopping = False
     noise = math.inf  # of the samples kept so far: computed once per judged batch, read by the prediction too
@@ -283,24 +245,23 @@ def measure_pair(
         # No batch is queued behind one that will probably end the measurement: if it does not, the next
         # is queued after it was judged (one idle moment); if it does, no batch was measured for nothing.
         last_likely = pending is not None and likely_enough(
-            side_ms,
-            len(samples["reference"]),
+            kept.side_ms,
+            kept.pairs,
             noise,
-            audits,
+            kept.audits,
             pending,
             settings,
             auditing,
             sampled_enough_after(kept_at_placement, pending.placement, judged_count),
         )
-        if not stopping and not last_likely and len(samples["reference"]) + waiting < settings.max_samples:
-            launched += 1
+        if not stopping and not last_likely and kept.pairs + waiting < settings.max_samples:
             order = batch_order(rng, batch)
             # The side with fewer audits kept while one has fewer than MIN_AUDITS (queued ones counted), from a
             # random start; then one side, alternating, where a draw under ``audit_share`` says so (its own
             # generator: the order above stays the seed's).
             audited = None
             if auditing:
-                owed = audit_counts(audits, pending)
+                owed = audit_counts(kept.audits, pending)
                 due = sides[(first_audited + audits_taken) % 2]  # the alternation's next side
                 if min(owed.values()) < MIN_AUDITS:
                     audited = min(sides, key=lambda side: (owed[side], side != due))
@@ -343,9 +304,9 @@ def measure_pair(
                 if current is not None:
                     _close(sampler, current, None)  # drained and thrown away with it: it ran in the same window
                 sampler.forget_last()  # the next batch's gap would span the cool-down
-                throttled.append(
+                kept.throttled.append(
                     {
-                        "after_samples": len(samples["reference"]),
+                        "after_samples": kept.pairs,
                         "why": batch_clock.why,
                         "next_discarded": bool(current),
                     }
@@ -353,7 +314,7 @@ def measure_pair(
                 if stopping:
                     break
                 if (
-                    len(throttled) > settings.max_throttled_batches
+                    len(kept.throttled) > settings.max_throttled_batches
                     or time.perf_counter() - started > settings.time_cap_s
                 ):
                     stop_reason = "throttled"
@@ -366,41 +327,13 @@ def measure_pair(
                 continue
             power_capped += bool(batch_clock and batch_clock.power_capped)
             clock = batch_clock.sm_clock_mhz if batch_clock else None
-            for side, elapsed in zip(pending.order, times):
-                samples[side].append(elapsed)
-                bisect.insort(ordered[side], elapsed)
-                clocks[side].append(clock)
-                side_ms[side] += elapsed
-            if audit_ms is not None:
-                audits[pending.audited].append(audit_ms)
-                audit_chains[pending.audited].append(pending.chain)
-                called_ms = sampler.audit_sample(pending.handle)
-                if called_ms is not None:
-                    side = pending.audited
-                    audit_samples[side].append(called_ms)
-                    audit_batches[side].append(len(placed))
-                    audit_clocks[side].append(clock)
-                    bisect.insort(ordered[side], called_ms)
-                    side_ms[side] += called_ms
-            order_log.extend(pending.order)
-            batch_audited.append(pending.audited if audit_ms is not None else None)
-            placed.append(pending.placement)
+            kept.keep(sampler, pending, times, audit_ms, clock)
             kept_at_placement[pending.placement] += 1
-            windows.append([pending.launched_at, pending.closed_at if pending.ended_at is None else pending.ended_at])
-            spans.append(sampler.span(pending.handle))
-            gaps_before.append(sampler.gap_before(pending.handle))
-            host_cpus.append(current_cpu())
-            host_waits.append(pending.host_wait_ms)
-            positions, slept_ms = sampler.led(pending.handle)
-            led.append(positions)
-            lead_ms.append(round(slept_ms, 6))
-            for position in positions:
-                led_count[pending.order[position]] += 1
-            n = len(samples["reference"])
-            noise = ratio_noise(ordered["reference"], ordered["candidate"], presorted=True)
+            n = kept.pairs
+            noise = kept.ratio_noise()
             if judged_count < len(placements) and min(kept_at_placement) >= JUDGED_BATCHES:
                 judged_count = len(placements)
-                wanted = placements_wanted(samples, placed, batch, len(placements), settings)
+                wanted = placements_wanted(kept.samples, kept.placed, batch, len(placements), settings)
                 if wanted and time.perf_counter() - started < settings.time_cap_s:
                     made = [{"reference": r, "candidate": c} for r, c in grow(wanted)]
                     placements += made
@@ -411,33 +344,33 @@ def measure_pair(
                         judged_count = len(placements)
             # Every placement sampled (``JUDGED_BATCHES`` times, where they are still to be judged), like both sides
             # audited, before the noise target may stop the sampling.
-            covered = (not auditing or audited_enough(audit_counts(audits, None))) and sampled_enough(
+            covered = (not auditing or audited_enough(audit_counts(kept.audits, None))) and sampled_enough(
                 kept_at_placement, judged_count
             )
             if stopping:
                 pass  # a batch queued before the stop, kept
-            elif enough(n, noise, covered, min(side_ms.values()), settings):
+            elif enough(n, noise, covered, min(kept.side_ms.values()), settings):
                 stop_reason, stopping = "noise_target", True
             elif time.perf_counter() - started > settings.time_cap_s and n >= min(settings.min_samples, 10) and covered:
                 stop_reason, stopping = "time_cap", True
         pending = current
     if sampler.queues_ahead:  # its last batch waited for by its end event: work left on another stream ends here
         torch.cuda.synchronize(device)
-    if not samples["reference"]:
+    if not kept.pairs:
         raise GpuThrottled(
-            f"no sample kept: the GPU was slowed in all {len(throttled)} batches, {cooled:.1f} s of cool-down "
-            f"between them did not help ({throttled[-1]['why']})"
+            f"no sample kept: the GPU was slowed in all {len(kept.throttled)} batches, {cooled:.1f} s of cool-down "
+            f"between them did not help ({kept.throttled[-1]['why']})"
         )
-    ref = summarise(samples["reference"] + audit_samples["reference"])
-    cand = summarise(samples["candidate"] + audit_samples["candidate"])
+    summaries = kept.summaries()
+    ref, cand = summaries["reference"], summaries["candidate"]
     medians = {"reference": ref.median_ms, "candidate": cand.median_ms}
     gaps, top_up, recheck, fresh = judged_sync_gaps(
-        audits, audit_chains, medians, sampler, placements, rng, lambda: batch_order(rng, batch)
+        kept.audits, kept.audit_chains, medians, sampler, placements, rng, lambda: batch_order(rng, batch)
     )
     wall = time.perf_counter() - started
     leads = getattr(sampler, "leads", None)  # the CUDA sampler's, where it leads (queue_lead.QueueLead)
-    kept_clocks = [c for c in clocks["reference"] if c is not None]
-    spread, placement_noise = placement_spread(samples, placed, batch)
+    kept_clocks = [c for c in kept.clocks["reference"] if c is not None]
+    spread, placement_noise = placement_spread(kept.samples, kept.placed, batch)
     timing = Timing(
         clock=sampler.clock,
         shape=shape,
@@ -445,8 +378,8 @@ def measure_pair(
         reference=ref,
         candidate=cand,
         speedup=ref.median_ms / cand.median_ms if cand.median_ms > 0 else math.inf,
-        ratio_noise=ratio_noise(ordered["reference"], ordered["candidate"], presorted=True),
-        measured_s=sum(side_ms.values()) / 1000.0,
+        ratio_noise=kept.ratio_noise(),
+        measured_s=sum(kept.side_ms.values()) / 1000.0,
         wall_s=wall,
         stop_reason=stop_reason,
         sync=settings.sync if cuda else "host",
@@ -455,7 +388,7 @@ def measure_pair(
         flush_bytes=sampler.flush_bytes,
         turn_wait_s=round(waited, 6),
         sm_clock_mhz=statistics.median(kept_clocks) if kept_clocks else None,
-        throttled_batches=len(throttled),
+        throttled_batches=len(kept.throttled),
         cooled_s=round(cooled, 3),
         power_capped_batches=power_capped,
         sync_gap_ms=gaps,
@@ -468,37 +401,12 @@ def measure_pair(
         placements_added=added,
         batch_pairs=batch,
         sizing_rounds_ms=sizing,
-        audit_samples=sum(len(values) for values in audit_samples.values()),
-        led_samples=led_count if leads is not None else None,
+        audit_samples=sum(len(values) for values in kept.audit_samples.values()),
+        led_samples=kept.led_count if leads is not None else None,
         lead_ms={side: round(leads.lead_ms(side), 6) for side in sides} if leads is not None else None,
         waits_for_device=dict(leads.waits) if leads is not None else None,
     )
-    raw = {
-        "unit": "ms",
-        "order": order_log,
-        **samples,
-        "sm_clock_mhz": clocks,
-        "batch_placement": placed,
-        "batch_audited": batch_audited,
-        "batch_window": windows,
-        "batch_span_ms": spans,
-        "batch_gap_before_ms": gaps_before,
-        "batch_host_cpu": host_cpus,
-        "batch_host_wait_ms": host_waits,
-        "batch_led": led,
-        "batch_lead_ms": lead_ms,
-        "sync_audit": audits,
-        "sync_audit_chain": audit_chains,
-        "audit_samples": audit_samples,
-        "audit_sample_batch": audit_batches,
-        "audit_sample_clock_mhz": audit_clocks,
-        "sync_audit_top_up": fresh["top_up"],
-        "sync_audit_top_up_chain": fresh["top_up_chain"],
-        "sync_audit_recheck": fresh["recheck"],
-        "sync_audit_recheck_chain": fresh["recheck_chain"],
-        "throttled_batches": throttled,
-    }
-    return timing, raw
+    return timing, kept.raw(fresh)
 
 
 # A turn that came this long after the warm-up (or longer than ``warmup_ms``) gets one more round of both sides
