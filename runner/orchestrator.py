@@ -11,7 +11,8 @@ once more an evaluation the others' memory use ran out of memory); the device's 
 each measurement the GPU alone, while process start,
 imports, the static screen, collection and logging overlap. Collect: read
 the worker's result, or decide the verdict from how the sandbox ended; journal it; mirror it to
-MLflow (all from the main thread). A journal makes the run resumable after Ctrl-C or SIGKILL:
+MLflow (all from the main thread). The compile warm-up, before each chunk of the sweep or beside it, is
+``runner/compile_warmup.py``'s. A journal makes the run resumable after Ctrl-C or SIGKILL:
 finished evaluations are not redone and nothing is logged twice.
 """
 
@@ -24,27 +25,25 @@ import signal
 import threading
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rich.console import Console
 
+from runner.compile_warmup import CompileWarmup
 from runner.executors import Executor
-from runner.gpu.lock import device_key, device_lock, work_token
+from runner.gpu.lock import device_key, device_lock
 from runner.gpu.memory_admission import GIB, RETRY_REASON, MemoryAdmission
 from runner.gpu.nvml import health_gate, read_gpu
 from runner.planning import Evaluation, job_meta, prepare_job
 from runner.progress import RunProgress
 from runner.run_settings import RunSettings, lane_gpu_id
-from runner.rundir import RunDir
+from runner.rundir import RunDir, tail_text
 from runner.tracking.child_record import child_record
 from runner.tracking.journal import Journal
 from runner.tracking.mlflow_sink import SinkError
 from runner.tracking.opening import Tracking
-from runner.warmup_beside import WARMUP_LOG, CutIn, WarmupBeside
-from runner.worker.device_token import EXCLUSIVE, device_token
 from runner.worker.protocol import (
     JOB_FILE,
     OUT_DIR,
@@ -52,7 +51,6 @@ from runner.worker.protocol import (
     RESULT_FILE,
     STAGE_FILE,
     TAKEN_FILE,
-    WARMUP_RECORD_FILE,
     Result,
     Verdict,
     read_stage,
@@ -96,9 +94,6 @@ class Orchestrator:
     ) -> None:
         self.settings = settings
         self.git_commit = git_commit
-        self.warmup_executor = warmup_executor
-        self.warmup_s = 0.0
-        self.warmup_beside: dict | None = None  # the warm-up beside the sweep's summary (WarmupBeside.summary)
         self._last_holder = None
         self.run_dir = run_dir
         self.executor = executor
@@ -109,6 +104,25 @@ class Orchestrator:
         self._admissions: dict[int, MemoryAdmission] = {}  # per GPU lane, made when the sweep knows its lanes
         self._running_count: dict[int | None, int] = {}  # per lane, the evaluations running there now
         self._running_lock = threading.Lock()
+        self.compile_warmup = CompileWarmup(
+            settings,
+            run_dir.path,
+            warmup_executor,
+            console,
+            self._prepare_job,
+            self._running,
+            lambda lane: self._admissions.get(lane.index),
+        )
+
+    @property
+    def warmup_s(self) -> float:
+        """The compile warm-ups before the sweeps, summed (s)."""
+        return self.compile_warmup.warmup_s
+
+    @property
+    def warmup_beside(self) -> dict | None:
+        """The compile warm-up beside the sweep's summary (``WarmupBeside.summary``; None where none ran)."""
+        return self.compile_warmup.beside_summary
 
     def _prepare_job(self, evaluation: Evaluation, root: Path | None = None, mode: str = "evaluate") -> Path:
         """``planning.prepare_job`` for this run's settings and directory."""
@@ -252,84 +266,6 @@ class Orchestrator:
             lanes.append(Lane(index, lane_gpu_id(index, reading), reading))
         return lanes
 
-    def _chunks(self, todo: list[Evaluation], lanes: list[Lane]) -> list[list[Evaluation]]:
-        """The sweeps, each after its compile warm-up: chunks of ``4 × warmup_workers`` (a run stopped midway
-        loses at most one chunk of warm-up), joined to the one before where one of the two has nothing to
-        warm up, so a sweep warms up at most one chunk's candidates, before it starts. Each
-        chunk's end drains the pipeline (its last evaluations run with fewer in flight, the next chunk's
-        start together): on the H100 a reference pass drained every 32 evaluations, six times for nothing,
-        before warm-up-free chunks were joined (BENCHMARKS.md, fifteenth session). Without a warm-up, one
-        sweep."""
-        if self.warmup_executor is None or self.settings.warmup_workers < 1 or self.settings.warmup_beside:
-            return [todo] if todo else []
-        size = max(1, 4 * self.settings.warmup_workers)
-        to_warm = {id(e) for e in self._warmup_targets(todo, lanes)}  # the ledger read once
-        chunks: list[list[Evaluation]] = []
-        warms: list[bool] = []  # whether each chunk has candidates to warm up
-        for start in range(0, len(todo), size):
-            chunk = todo[start : start + size]
-            targets = any(id(e) in to_warm for e in chunk)
-            if chunks and not (targets and warms[-1]):
-                chunks[-1].extend(chunk)
-                warms[-1] = warms[-1] or targets
-            else:
-                chunks.append(chunk)
-                warms.append(targets)
-        return chunks
-
-    def _warmup_targets(self, todo: list[Evaluation], lanes: list[Lane]) -> list[Evaluation]:
-        """The evaluations of ``todo`` whose candidates the compile warm-up would run: not the reference's,
-        and not already warmed on this GPU (the cache's ledger)."""
-        if self.warmup_executor is None or self.settings.warmup_workers < 1:
-            return []
-        ledger = self._warmup_ledger(lanes)
-        return [
-            e
-            for e in todo
-            if e.candidate is not None
-            and self.settings.methods[e.method]["kind"] != "reference"
-            and not ledger.has(e.task.content_hash, e.candidate.content_hash)
-        ]
-
-    def _warmup_ledger(self, lanes: list[Lane]) -> _WarmupLedger:
-        return _WarmupLedger(
-            self.warmup_executor.settings.cache_dir,
-            "-".join([lanes[0].reading.get("name") or self.settings.device, *self.settings.check_shapes]),
-        )
-
-    def _warm_up(self, todo: list[Evaluation], lanes: list[Lane]) -> None:
-        """Compile warm-up: run non-reference candidates once, in parallel, to fill the compile caches.
-
-        It holds the first device's work token (nothing else runs device work meanwhile) and
-        judges nothing; every evaluation is then measured from scratch in a fresh process that
-        finds warm caches. Candidates the cache already warmed on this GPU (its ledger, kept next
-        to the cache) are skipped: a second pass over a shared ``compile_cache_dir`` starts measuring
-        at once. A cache entry gone missing costs only time: the evaluation compiles for itself.
-        """
-        workers = self.settings.warmup_workers
-        targets = self._warmup_targets(todo, lanes)
-        if not targets:
-            return
-        gpu_id = lanes[0].gpu_id
-        root = self.run_dir.path / "warmup"
-        started = time.perf_counter()
-        self.console.print(f"compile warm-up: {len(targets)} candidates, {workers} at a time")
-        with device_token(work_token(gpu_id), EXCLUSIVE):
-            with ThreadPoolExecutor(workers) as pool:
-                outcomes = list(
-                    pool.map(lambda e: self.warmup_executor.run(self._prepare_job(e, root, "warmup"), gpu_id), targets)
-                )
-        self._warmup_ledger(lanes).add(
-            [(e.task.content_hash, e.candidate.content_hash) for e, o in zip(targets, outcomes) if o.exit_code == 0]
-        )
-        shutil.rmtree(root, ignore_errors=True)
-        elapsed = time.perf_counter() - started
-        self.warmup_s += elapsed
-        failed = sum(1 for outcome in outcomes if outcome.exit_code != 0)
-        self.console.print(
-            f"compile warm-up done in {elapsed:.0f} s ({failed} failed there; their evaluations say why)"
-        )
-
     def _waiting(self, holder: dict) -> None:
         """Say once per holder (not once per poll) whom this run waits for."""
         key = (holder.get("pid"), holder.get("run"))
@@ -350,7 +286,7 @@ class Orchestrator:
             except (json.JSONDecodeError, TypeError, KeyError, ValueError):
                 pass  # a torn or forged file: decide from how the sandbox ended
         stage = read_stage(out / STAGE_FILE) or "start"
-        stderr = _tail(out / "stderr.log")
+        stderr = tail_text(out / "stderr.log")
         if outcome.timed_out:
             verdict = Verdict("timeout", "wall_time", f"killed after {outcome.wall_s:.0f} s in stage {stage}", stage)
         elif stage in _HARNESS_STAGES or outcome.exit_code == 3:
@@ -397,65 +333,13 @@ class Orchestrator:
                 # Always in the same order: two runs asking for the same GPUs cannot each hold one and wait.
                 for lane in sorted(lanes, key=lambda lane: lane.lock_key):
                     held.enter_context(device_lock(lane.lock_key, str(self.run_dir.path), on_wait=self._waiting))
-                for chunk in self._chunks(todo, lanes):
+                for chunk in self.compile_warmup.chunks(todo, lanes):
                     if self.settings.warmup_beside:
-                        with self._warming_beside(chunk, lanes) as beside:
+                        with self.compile_warmup.beside(chunk, lanes) as beside:
                             self._sweep(chunk, lanes, progress, beside)
                     else:
-                        self._warm_up(chunk, lanes)
+                        self.compile_warmup.before(chunk, lanes)
                         self._sweep(chunk, lanes, progress)
-
-    @contextmanager
-    def _warming_beside(self, todo: list[Evaluation], lanes: list[Lane]):
-        """The compile warm-up of ``todo``'s candidates beside its sweep, on the first lane (None: none to run)."""
-        targets = self._warmup_targets(todo, lanes)
-        if not targets:
-            yield None
-            return
-        lane = lanes[0]
-        root = self.run_dir.path / "warmup"
-        ledger = self._warmup_ledger(lanes)
-        ledger_lock = threading.Lock()
-
-        def warm(evaluation: Evaluation, cut_in: CutIn) -> dict:
-            job_dir = self._prepare_job(evaluation, root, "warmup")
-            cut_in.place(job_dir / OUT_DIR)
-            admission = self._admissions.get(lane.index)
-            admitted: dict = {}
-            began = (job_dir / OUT_DIR / TAKEN_FILE).exists
-            with admission.admitted(None, admitted, began) if admission is not None else nullcontext():
-                with self._running(lane):
-                    outcome = self.warmup_executor.run(job_dir, lane.gpu_id)
-            record_path = job_dir / OUT_DIR / WARMUP_RECORD_FILE
-            record = json.loads(record_path.read_text()) if record_path.exists() else {}
-            if outcome.exit_code == 0:
-                with ledger_lock:
-                    ledger.add([(evaluation.task.content_hash, evaluation.candidate.content_hash)])
-            else:
-                record["stderr_tail"] = _tail(job_dir / OUT_DIR / "stderr.log", 600)
-            shutil.rmtree(job_dir, ignore_errors=True)
-            return {"exit_code": outcome.exit_code, "wall_s": outcome.wall_s, "admission": admitted, **record}
-
-        workers = self.settings.warmup_workers
-        within = self.settings.warmup_cut_in_within
-        told = "" if within is None else f", cutting in for the next {within} to start"
-        self.console.print(f"compile warm-up beside the sweep: {len(targets)} candidates, {workers} at a time{told}")
-        beside = WarmupBeside(targets, warm, workers, self.run_dir.path / WARMUP_LOG, within)
-        finished = False
-        try:
-            yield beside
-            finished = True
-        finally:
-            beside.close(cancel=not finished)
-            shutil.rmtree(root, ignore_errors=True)
-            self.warmup_beside = beside.summary()
-            if finished:
-                summary = self.warmup_beside
-                self.console.print(
-                    f"compile warm-up beside the sweep: {summary['candidates']} candidates over {summary['span_s']:.0f} s "
-                    f"({summary['failed']} failed there; {summary['evaluations_held_back']} evaluations waited for "
-                    f"theirs, {summary['held_back_s']:.0f} s together)"
-                )
 
     def _sweep(self, todo: list[Evaluation], lanes: list[Lane], progress: RunProgress, beside=None) -> None:
         """``in_flight`` dispatch threads per lane take evaluations in plan order; this thread collects.
@@ -561,30 +445,3 @@ class Orchestrator:
             self.console.print(f"[red]MLflow: {exc}; the result is on disk and will be logged on resume")
             return
         self.journal.append({"event": "logged", "eval_id": result.eval_id, "mlflow_run_id": child})
-
-
-class _WarmupLedger:
-    """Which (task, candidate) pairs the compile cache at ``cache_dir`` holds warm for one GPU model and
-    set of checked shapes (what the warm-up compiled for)."""
-
-    def __init__(self, cache_dir: Path | None, device_and_shapes: str) -> None:
-        safe = "".join(ch if ch.isalnum() else "_" for ch in device_and_shapes)
-        self.path = Path(cache_dir) / f"warmed-{safe}.txt" if cache_dir else None
-        lines = self.path.read_text().split() if self.path and self.path.exists() else []
-        self.entries = set(lines)
-
-    def has(self, task_hash: str, candidate_hash: str) -> bool:
-        return f"{task_hash}|{candidate_hash}" in self.entries
-
-    def add(self, pairs: list[tuple[str, str]]) -> None:
-        if self.path is None or not pairs:
-            return
-        with self.path.open("a") as handle:
-            handle.writelines(f"{task}|{candidate}\n" for task, candidate in pairs)
-
-
-def _tail(path: Path, limit: int = 1500) -> str:
-    if not path.exists():
-        return ""
-    data = path.read_bytes()[-limit:]
-    return data.decode(errors="replace").strip()

@@ -96,3 +96,11 @@ def _lock(path: Path) -> FileLock:
     except Timeout:
         raise RunDirBusy(f"run directory {path} is in use by another kbench process") from None
     return lock
+
+
+def tail_text(path: Path, limit: int = 1500) -> str:
+    """The last ``limit`` bytes of the text file at ``path``, stripped (empty where it is missing)."""
+    if not path.exists():
+        return ""
+    data = path.read_bytes()[-limit:]
+    return data.decode(errors="replace").strip()

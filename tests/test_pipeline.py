@@ -513,6 +513,7 @@ def test_chunks_only_where_the_compile_warm_up_has_work(tmp_path: Path, monkeypa
     from rich.console import Console
 
     from runner import orchestrator as orch
+    from runner.compile_warmup import CompileWarmup
     from runner.configure import compose_config, to_settings
     from runner.executors.base import ExecutorSettings
     from runner.executors.local import LocalExecutor
@@ -545,7 +546,7 @@ def test_chunks_only_where_the_compile_warm_up_has_work(tmp_path: Path, monkeypa
     warmed: list[int] = []
     monkeypatch.setattr(orch.Orchestrator, "_sweep", lambda self, chunk, *_: sweeps.append([e.method for e in chunk]))
     monkeypatch.setattr(
-        orch.Orchestrator, "_warm_up", lambda self, chunk, lanes: warmed.append(len(self._warmup_targets(chunk, lanes)))
+        CompileWarmup, "before", lambda self, chunk, lanes: warmed.append(len(self.targets(chunk, lanes)))
     )
 
     def run(name):
@@ -566,7 +567,7 @@ def test_chunks_only_where_the_compile_warm_up_has_work(tmp_path: Path, monkeypa
     assert [len(sweep) for sweep in sweeps] == [12, 4, 2] and warmed == [3, 4, 2]
     assert sweeps[0] == ["reference"] * 9 + ["torch_compile"] * 3
     # Every candidate warm in the ledger: one sweep.
-    runner._warmup_ledger(runner._lanes()).add(
+    runner.compile_warmup.ledger(runner._lanes()).add(
         [(e.task.content_hash, e.candidate.content_hash) for e in evaluations if e.method == "torch_compile"]
     )
     run("second")
