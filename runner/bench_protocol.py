@@ -30,7 +30,7 @@ from runner.paths import CONF_DIR
 from runner.rundir import is_finished
 from runner.setup_clock import added_parts
 
-# The lock pair's runs: this many evaluations each, unless --set gives suite.limit.
+# The lock pair's runs: this many evaluations each, fewer where --set gives a smaller suite.limit.
 LOCK_EVALUATIONS = 8
 
 # Single-kernel references (in eager PyTorch) of different kinds, for the Nsight Compute comparison.
@@ -116,10 +116,9 @@ def lock_pair(out: Path, experiment: str, *overrides: str) -> dict:
     names = ("lock1", "lock2")
     found = [_finished_run(out, name) for name in names]
     if None in found:
-        own = ("method=reference", "tracking=off", f"suite.limit={LOCK_EVALUATIONS}")
         procs = [
             subprocess.Popen(
-                _run_command(out, name, experiment, "run.resume=never", *_with(own, overrides)), stdout=sys.stderr
+                _run_command(out, name, experiment, "run.resume=never", *lock_overrides(overrides)), stdout=sys.stderr
             )
             for name in names
         ]
@@ -128,6 +127,18 @@ def lock_pair(out: Path, experiment: str, *overrides: str) -> dict:
         if any(codes) or None in found:
             raise PassFailed(f"a lock run failed (exits {codes}); their output is above")
     return overlap(*found)
+
+
+def lock_overrides(overrides: tuple[str, ...]) -> list[str]:
+    """The lock pair's overrides: the reference, untracked, ``LOCK_EVALUATIONS`` evaluations a run, or the user's
+    ``suite.limit`` where it is smaller; then the user's other ``--set``. A limit given to shorten the passes (111 of
+    the suite's 222, say) had made the pair two runs as long as a pass (BENCHMARKS.md, sixty-fifth session)."""
+    limits = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "suite.limit"]
+    limit = LOCK_EVALUATIONS
+    if limits and limits[-1].isdigit() and int(limits[-1]) > 0:
+        limit = min(limit, int(limits[-1]))
+    own = ("method=reference", "tracking=off", f"suite.limit={limit}")
+    return _with(own, tuple(o for o in overrides if o.split("=", 1)[0] != "suite.limit"))
 
 
 def accuracy_overrides(overrides: tuple[str, ...]) -> list[str]:

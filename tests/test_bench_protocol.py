@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from runner.analysis.records import job_results
-from runner.bench_protocol import NCU_TASKS, accuracy_overrides, duty_over
+from runner.bench_protocol import LOCK_EVALUATIONS, NCU_TASKS, accuracy_overrides, duty_over, lock_overrides
 from runner.bench_targets import REPEAT_TARGETS, judge, over_targets
 from tests.conftest import FAST_TIMING
 
@@ -196,8 +196,8 @@ def test_accuracy_whose_run_fails_ends_with_one_line_of_its_own(tmp_path: Path):
 
 
 def test_the_accuracy_run_keeps_its_own_tasks_whatever_suite_the_passes_were_given():
-    """``--set suite.shard=1/2`` halves the passes; the accuracy run, judged by how many of its twelve tasks agree with
-    Nsight Compute, would have profiled six. Its tasks stay the protocol's; the user's other settings still apply."""
+    """``--set suite.limit=6`` shortens the passes; the accuracy run, judged by how many of its twelve tasks agree
+    with Nsight Compute, would have profiled six. Its tasks stay the protocol's; the user's other settings still apply."""
     given = ("hardware=h200", "suite.shard=1/2", "suite.limit=40", "suite=quick", "method=torch_compile")
     overrides = accuracy_overrides(given)
     assert f"suite.tasks=[{','.join(NCU_TASKS)}]" in overrides and "suite=full" in overrides
@@ -205,3 +205,14 @@ def test_the_accuracy_run_keeps_its_own_tasks_whatever_suite_the_passes_were_giv
     assert "hardware=h200" in overrides
     assert overrides.index("method=torch_compile") > overrides.index("tracking=off")  # the user's last, as before
     assert "method=reference" not in overrides
+
+
+def test_the_lock_pair_stays_short_whatever_limit_the_passes_were_given():
+    """``--set suite.limit=111`` (half the suite, for a short lease) made the lock pair two runs of 111 evaluations, as
+    long as a pass, and the lease ended in them (BENCHMARKS.md, sixty-fifth session). The pair keeps its own count; a
+    smaller limit still shortens it, and the user's other settings still apply."""
+    long = lock_overrides(("hardware=h100", "suite.limit=111", "tracking=on"))
+    assert [o for o in long if o.startswith("suite.limit")] == [f"suite.limit={LOCK_EVALUATIONS}"]
+    assert "hardware=h100" in long and "tracking=on" in long and "tracking=off" not in long  # the user's tracking
+    assert [o for o in lock_overrides(("suite.limit=2",)) if o.startswith("suite.limit")] == ["suite.limit=2"]
+    assert f"suite.limit={LOCK_EVALUATIONS}" in lock_overrides(("suite.limit=null", "suite=quick"))
