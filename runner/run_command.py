@@ -16,6 +16,7 @@ from rich.console import Console
 from runner.executors.base import ExecutorUnavailable
 from runner.paths import SUITES_DIR, TASKS_DIR
 from runner.tracking.opening import TrackingBeside
+from runner.tracking.source_diff import SOURCE_DIFF, source_diff
 from runner.user_error import UserError
 
 
@@ -114,6 +115,12 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
     setup.mark("fingerprint")
     if not manifest:
         (run_dir.path / "config.yaml").write_text(resolved)
+        # A checkout that differs from its commit: the difference beside the manifest, so the tree can be rebuilt.
+        diff = source_diff()
+        host["source_diff"] = diff.record() if diff else "not a git checkout"
+        if diff and diff.changed:
+            (run_dir.path / SOURCE_DIFF).write_bytes(diff.patch)
+        setup.mark("source_diff")
         environment = {"host": host, "executor": executor.environment(), "gpu": gpu}
         manifest = _new_manifest(settings, run_dir, cfg_hash, overrides, evaluations, tasks, environment)
     else:
@@ -318,7 +325,8 @@ def _tracking_beside(
         sink = MlflowSink(cfg.tracking.uri, cfg.tracking.experiment)
         clock.mark("mlflow_store")
         parent = sink.start_parent(resumed_parent, run_dir.path.name, params=parent_params, tags=parent_tags)
-        sink.log_parent_artifacts(parent, [run_dir.path / "config.yaml", run_dir.manifest_path])
+        kept = [run_dir.path / name for name in ("config.yaml", SOURCE_DIFF) if (run_dir.path / name).exists()]
+        sink.log_parent_artifacts(parent, [*kept, run_dir.manifest_path])
         clock.mark("mlflow_parent_run")
         return sink, parent
 

@@ -74,6 +74,7 @@ def test_the_set_up_is_timed_in_parts(tracked_run):
         "run_dir",
         "executor",
         "fingerprint",
+        "source_diff",
         "orchestrator",
     }
     assert all(seconds >= 0 for seconds in parts.values()) and parts["interpreter"] > 0
@@ -98,6 +99,24 @@ def test_the_set_up_is_timed_in_parts(tracked_run):
         f"the first measurement {start['first_measurement']:.1f} s after the process started"
         in (run_dir / "report.md").read_text()
     )
+
+
+def test_a_run_keeps_its_checkouts_difference_from_the_commit(tracked_run):
+    """Where the checkout differs from its commit (this one, while a change is being made; never a clean clone), the
+    patch that rebuilds it is kept beside the manifest and logged with the parent run; a clean one records none."""
+    from runner.tracking.source_diff import source_diff
+
+    _, run_dir, uri, _ = tracked_run
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    record = manifest["environment"]["host"]["source_diff"]
+    now = source_diff()  # the tree the run started from, unchanged since (the tests write nothing in it)
+    assert record == now.record()
+    assert (run_dir / "source.diff").exists() == (record is not None)
+    parent_artifacts = {a.path for a in _client(uri).list_artifacts(manifest["mlflow_run_id"])}
+    assert ("source.diff" in parent_artifacts) == (record is not None)
+    if record is not None:
+        assert (run_dir / "source.diff").read_bytes() == now.patch
+        assert f"`source.diff` ({record['files']} files" in (run_dir / "report.md").read_text()
 
 
 def test_mlflow_parent_and_children(tracked_run):

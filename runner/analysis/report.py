@@ -45,6 +45,7 @@ _SETUP_PARTS = {
     "run_dir": "the run directory",
     "run_dir_and_executor": "the run directory and the executor",  # runs from before the forty-seventh session
     "fingerprint": "the host's fingerprint",
+    "source_diff": "the checkout's difference from its commit",
     # Runs from before the fifty-first session; since, MLflow opens beside the sweep (``tracking_beside_s``).
     "mlflow_import": "MLflow's import",
     "mlflow_store": "MLflow's store",
@@ -112,6 +113,15 @@ def _warmup_beside_line(beside: dict) -> str:
     )
 
 
+def _source_diff_note(record) -> str:
+    """The report's word on a checkout that differed from its commit (``runner/tracking/source_diff.py``)."""
+    if not isinstance(record, dict):
+        return ""
+    return (
+        f" with the checkout's changes in `{record['file']}` ({record['files']} files, sha256 {record['sha256'][:12]})"
+    )
+
+
 def render_report(frame: pd.DataFrame, manifest: dict) -> str:
     lines = [f"# kbench report — {manifest.get('name', 'run')}", ""]
     env = manifest.get("environment", {})
@@ -121,7 +131,8 @@ def render_report(frame: pd.DataFrame, manifest: dict) -> str:
         f"- suite: {manifest.get('suite', '–')} ({manifest.get('planned', len(frame))} evaluations planned, "
         f"{len(frame)} finished)  hardware: {manifest.get('hardware', '–')}",
         f"- environment: {executor_env.get('note') or executor_env.get('image') or executor_env.get('kind', '–')}; "
-        f"kbench {env.get('host', {}).get('kbench_version', '–')} @ {env.get('host', {}).get('git_commit', '–')}",
+        f"kbench {env.get('host', {}).get('kbench_version', '–')} @ {env.get('host', {}).get('git_commit', '–')}"
+        f"{_source_diff_note(env.get('host', {}).get('source_diff'))}",
         f"- device: {_device_line(env)}",
     ]
     if manifest.get("wall_s"):

@@ -1,0 +1,76 @@
+"""What a run's code was where its checkout differs from its commit: the difference as a patch (``source.diff`` in
+the run directory, beside the manifest), so that ``<commit>-dirty`` names a tree that can be rebuilt exactly.
+
+The patch covers the paths kbench's own behaviour and its tasks come from (``SOURCE_PATHS``): the changes to tracked
+files against ``HEAD`` and the untracked files git does not ignore, as ``git diff --binary`` writes them, so that
+``git apply`` on a checkout of the commit gives the tree that ran. Nothing in the repository is written (no index,
+no objects): tracked changes from ``git diff HEAD``, each untracked file from ``git diff --no-index`` against
+nothing. Untracked files past ``MAX_UNTRACKED_BYTES`` are listed, not copied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.paths import REPO_ROOT
+
+SOURCE_DIFF = "source.diff"
+# Where kbench's behaviour comes from: its package, configs, tasks, images and how it is installed and run.
+SOURCE_PATHS = ("runner", "conf", "tasks", "images", "manifests", "pyproject.toml", "Makefile")
+# An untracked file larger than this is named in the record, not copied into the patch (a stray data file, say).
+MAX_UNTRACKED_BYTES = 1 << 20
+GIT_TIMEOUT_S = 30
+
+
+@dataclass
+class SourceDiff:
+    patch: bytes  # empty where the tree is its commit's
+    changed: list[str] = field(default_factory=list)  # every path the patch touches, repository-relative
+    too_large: list[str] = field(default_factory=list)  # untracked files left out of the patch for their size
+
+    def record(self) -> dict | None:
+        """What the manifest keeps (``environment.host.source_diff``): None for a clean tree."""
+        if not self.changed:
+            return None
+        return {
+            "file": SOURCE_DIFF,
+            "sha256": hashlib.sha256(self.patch).hexdigest(),
+            "files": len(self.changed),
+            "left_out_for_size": self.too_large,
+        }
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=GIT_TIMEOUT_S)
+
+
+def source_diff(root: Path = REPO_ROOT) -> SourceDiff | None:
+    """The checkout's difference from ``HEAD`` under ``SOURCE_PATHS``; None where ``root`` is not a git checkout (an
+    installed package) or git cannot tell."""
+    try:
+        tracked = _git(root, "diff", "--binary", "HEAD", "--", *SOURCE_PATHS)
+        names = _git(root, "diff", "--name-only", "-z", "HEAD", "--", *SOURCE_PATHS)
+        untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", *SOURCE_PATHS)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if tracked.returncode or names.returncode or untracked.returncode:
+        return None
+    patch = [tracked.stdout]
+    changed = list(filter(None, names.stdout.decode().split("\0")))
+    too_large = []
+    for name in sorted(filter(None, untracked.stdout.decode().split("\0"))):
+        changed.append(name)
+        if (root / name).lstat().st_size > MAX_UNTRACKED_BYTES:
+            too_large.append(name)
+            continue
+        try:
+            added = _git(root, "diff", "--binary", "--no-index", "--", "/dev/null", name)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if added.returncode not in (0, 1):  # 1: they differ, as a new file does
+            return None
+        patch.append(added.stdout)
+    return SourceDiff(b"".join(patch), changed, too_large)
