@@ -110,7 +110,8 @@ def test_a_run_keeps_its_checkouts_difference_from_the_commit(tracked_run):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     record = manifest["environment"]["host"]["source_diff"]
     now = source_diff()  # the tree the run started from, unchanged since (the tests write nothing in it)
-    assert record == now.record()
+    assert record == (now if isinstance(now, str) else now.record())  # a reason where no patch could be taken
+    record = None if isinstance(record, str) else record
     assert (run_dir / "source.diff").exists() == (record is not None)
     parent_artifacts = {a.path for a in _client(uri).list_artifacts(manifest["mlflow_run_id"])}
     assert ("source.diff" in parent_artifacts) == (record is not None)

@@ -72,4 +72,4 @@ def test_a_clean_checkout_records_nothing_and_a_folder_outside_git_says_so(tmp_p
     assert diff.patch == b"" and diff.changed == [] and diff.record() is None
     plain = tmp_path / "plain"
     plain.mkdir()
-    assert source_diff(plain) is None
+    assert source_diff(plain) == "not a git checkout"

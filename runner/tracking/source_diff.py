@@ -32,7 +32,8 @@ class SourceDiff:
     too_large: list[str] = field(default_factory=list)  # untracked files left out of the patch for their size
 
     def record(self) -> dict | None:
-        """What the manifest keeps (``environment.host.source_diff``): None for a clean tree."""
+        """What the manifest keeps (``environment.host.source_diff``): None for a clean tree (where no patch could be
+        taken, the manifest keeps ``source_diff``'s reason instead)."""
         if not self.changed:
             return None
         return {
@@ -47,30 +48,35 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=GIT_TIMEOUT_S)
 
 
-def source_diff(root: Path = REPO_ROOT) -> SourceDiff | None:
-    """The checkout's difference from ``HEAD`` under ``SOURCE_PATHS``; None where ``root`` is not a git checkout (an
-    installed package) or git cannot tell."""
+def source_diff(root: Path = REPO_ROOT) -> SourceDiff | str:
+    """The checkout's difference from ``HEAD`` under ``SOURCE_PATHS``; where there is none to take, why, in one line
+    (``root`` not a git checkout, as an installed package is; git failing or too slow)."""
     try:
+        if _git(root, "rev-parse", "--verify", "--quiet", "HEAD").returncode:
+            return "not a git checkout"
         tracked = _git(root, "diff", "--binary", "HEAD", "--", *SOURCE_PATHS)
         names = _git(root, "diff", "--name-only", "-z", "HEAD", "--", *SOURCE_PATHS)
         untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", *SOURCE_PATHS)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if tracked.returncode or names.returncode or untracked.returncode:
-        return None
-    patch = [tracked.stdout]
-    changed = list(filter(None, names.stdout.decode().split("\0")))
-    too_large = []
-    for name in sorted(filter(None, untracked.stdout.decode().split("\0"))):
-        changed.append(name)
-        if (root / name).lstat().st_size > MAX_UNTRACKED_BYTES:
-            too_large.append(name)
-            continue
-        try:
+        failed = next((proc for proc in (tracked, names, untracked) if proc.returncode), None)
+        if failed is not None:
+            return _failure(failed)
+        patch = [tracked.stdout]
+        changed = list(filter(None, names.stdout.decode().split("\0")))
+        too_large = []
+        for name in sorted(filter(None, untracked.stdout.decode().split("\0"))):
+            changed.append(name)
+            if (root / name).lstat().st_size > MAX_UNTRACKED_BYTES:
+                too_large.append(name)
+                continue
             added = _git(root, "diff", "--binary", "--no-index", "--", "/dev/null", name)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        if added.returncode not in (0, 1):  # 1: they differ, as a new file does
-            return None
-        patch.append(added.stdout)
+            if added.returncode not in (0, 1):  # 1: they differ, as a new file does
+                return _failure(added)
+            patch.append(added.stdout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"git could not tell: {exc}"
     return SourceDiff(b"".join(patch), changed, too_large)
+
+
+def _failure(proc: subprocess.CompletedProcess) -> str:
+    said = proc.stderr.decode(errors="replace").strip().splitlines()
+    return f"{' '.join(proc.args[:2])} failed (exit {proc.returncode}): {said[0] if said else 'no message'}"
