@@ -73,3 +73,23 @@ def test_a_clean_checkout_records_nothing_and_a_folder_outside_git_says_so(tmp_p
     plain = tmp_path / "plain"
     plain.mkdir()
     assert source_diff(plain) == "not a git checkout"
+
+
+def test_a_kbench_folder_inside_a_larger_repository_gets_paths_from_the_top(tmp_path):
+    """``git apply`` takes a patch's paths from the repository's top (run in a folder, it skips, without a word, what
+    lies outside that folder): a patch with paths from kbench's own folder would have rebuilt nothing."""
+    outer = tmp_path / "outer"
+    _checkout(outer / "kb")
+    _git(outer, "init", "-q")  # the repository is the outer folder; kbench is its kb/
+    (outer / "kb" / ".git").rename(tmp_path / "inner-git")
+    _git(outer, "add", ".")
+    _git(outer, "commit", "-qm", "outer")
+    (outer / "kb" / "runner" / "timing.py").write_text("TARGET = 0.3\n")
+    (outer / "kb" / "runner" / "new.py").write_text("y = 2\n")
+    diff = source_diff(outer / "kb")
+    assert sorted(diff.changed) == ["kb/runner/new.py", "kb/runner/timing.py"]
+    rebuilt = tmp_path / "rebuilt"
+    subprocess.run(["git", "clone", "-q", str(outer), str(rebuilt)], check=True, timeout=30)
+    (tmp_path / "source.diff").write_bytes(diff.patch)
+    _git(rebuilt, "apply", str(tmp_path / "source.diff"))
+    assert _files(rebuilt / "kb") == _files(outer / "kb")

@@ -3,7 +3,8 @@ the run directory, beside the manifest), so that ``<commit>-dirty`` names a tree
 
 The patch covers the paths kbench's own behaviour and its tasks come from (``SOURCE_PATHS``): the changes to tracked
 files against ``HEAD`` and the untracked files git does not ignore, as ``git diff --binary`` writes them, so that
-``git apply`` on a checkout of the commit gives the tree that ran. Nothing in the repository is written (no index,
+``git apply`` at the top of a checkout of the commit gives the tree that ran (paths from the repository's top, also
+where kbench's folder lies inside a larger repository). Nothing in the repository is written (no index,
 no objects): tracked changes from ``git diff HEAD``, each untracked file from ``git diff --no-index`` against
 nothing. Untracked files past ``MAX_UNTRACKED_BYTES`` are listed, not copied.
 """
@@ -28,7 +29,7 @@ GIT_TIMEOUT_S = 30
 @dataclass
 class SourceDiff:
     patch: bytes  # empty where the tree is its commit's
-    changed: list[str] = field(default_factory=list)  # every path the patch touches, repository-relative
+    changed: list[str] = field(default_factory=list)  # every path the patch touches, from the repository's top
     too_large: list[str] = field(default_factory=list)  # untracked files left out of the patch for their size
 
     def record(self) -> dict | None:
@@ -44,19 +45,23 @@ class SourceDiff:
         }
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=GIT_TIMEOUT_S)
+def _git(cwd: Path | str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S)
 
 
 def source_diff(root: Path = REPO_ROOT) -> SourceDiff | str:
     """The checkout's difference from ``HEAD`` under ``SOURCE_PATHS``; where there is none to take, why, in one line
     (``root`` not a git checkout, as an installed package is; git failing or too slow)."""
     try:
-        if _git(root, "rev-parse", "--verify", "--quiet", "HEAD").returncode:
+        where = _git(root, "rev-parse", "--verify", "--quiet", "--show-toplevel", "--show-prefix", "HEAD")
+        if where.returncode:
             return "not a git checkout"
-        tracked = _git(root, "diff", "--binary", "HEAD", "--", *SOURCE_PATHS)
-        names = _git(root, "diff", "--name-only", "-z", "HEAD", "--", *SOURCE_PATHS)
-        untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", *SOURCE_PATHS)
+        top, prefix = where.stdout.decode().split("\n")[:2]
+        # Paths from the repository's top, where ``git apply`` takes them (kbench may be a folder inside it).
+        paths = [prefix + path for path in SOURCE_PATHS]
+        tracked = _git(top, "diff", "--binary", "HEAD", "--", *paths)
+        names = _git(top, "diff", "--name-only", "-z", "HEAD", "--", *paths)
+        untracked = _git(top, "ls-files", "--others", "--exclude-standard", "-z", "--", *paths)
         failed = next((proc for proc in (tracked, names, untracked) if proc.returncode), None)
         if failed is not None:
             return _failure(failed)
@@ -65,10 +70,10 @@ def source_diff(root: Path = REPO_ROOT) -> SourceDiff | str:
         too_large = []
         for name in sorted(filter(None, untracked.stdout.decode().split("\0"))):
             changed.append(name)
-            if (root / name).lstat().st_size > MAX_UNTRACKED_BYTES:
+            if (Path(top) / name).lstat().st_size > MAX_UNTRACKED_BYTES:
                 too_large.append(name)
                 continue
-            added = _git(root, "diff", "--binary", "--no-index", "--", "/dev/null", name)
+            added = _git(top, "diff", "--binary", "--no-index", "--", "/dev/null", name)
             if added.returncode not in (0, 1):  # 1: they differ, as a new file does
                 return _failure(added)
             patch.append(added.stdout)
