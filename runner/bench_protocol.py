@@ -87,10 +87,15 @@ def _finished_run(out: Path, name: str) -> Path | None:
     return next((run_dir for run_dir in runs if is_finished(run_dir)), None)
 
 
+def _key(override: str) -> str:
+    """An override's key: ``suite.limit`` of ``suite.limit=111``."""
+    return override.partition("=")[0]
+
+
 def _with(defaults: tuple[str, ...], overrides: tuple[str, ...]) -> list[str]:
     """The protocol's own overrides, less those whose key the user's ``--set`` gives, then the user's."""
-    given = {override.split("=", 1)[0] for override in overrides}
-    return [override for override in defaults if override.split("=", 1)[0] not in given] + list(overrides)
+    given = {_key(override) for override in overrides}
+    return [override for override in defaults if _key(override) not in given] + list(overrides)
 
 
 def run_pass(out: Path, name: str, experiment: str, *overrides: str) -> Path:
@@ -133,12 +138,12 @@ def lock_overrides(overrides: tuple[str, ...]) -> list[str]:
     """The lock pair's overrides: the reference, untracked, ``LOCK_EVALUATIONS`` evaluations a run, or the user's
     ``suite.limit`` where it is smaller; then the user's other ``--set``. A limit given to shorten the passes (111 of
     the suite's 222, say) had made the pair two runs as long as a pass (BENCHMARKS.md, sixty-fifth session)."""
-    limits = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "suite.limit"]
+    limits = [o.partition("=")[2] for o in overrides if _key(o) == "suite.limit"]
     limit = LOCK_EVALUATIONS
     if limits and limits[-1].isdigit() and int(limits[-1]) > 0:
         limit = min(limit, int(limits[-1]))
     own = ("method=reference", "tracking=off", f"suite.limit={limit}")
-    return _with(own, tuple(o for o in overrides if o.split("=", 1)[0] != "suite.limit"))
+    return _with(own, tuple(o for o in overrides if _key(o) != "suite.limit"))
 
 
 def accuracy_overrides(overrides: tuple[str, ...]) -> list[str]:
@@ -146,7 +151,7 @@ def accuracy_overrides(overrides: tuple[str, ...]) -> list[str]:
     less what would select other tasks (``suite``, ``suite.*``: a shard or limit given for the passes would leave
     fewer tasks than the target counts)."""
     own = ("method=reference", "suite=full", f"suite.tasks=[{','.join(NCU_TASKS)}]", "tracking=off")
-    kept = tuple(override for override in overrides if override.split("=", 1)[0].split(".", 1)[0] != "suite")
+    kept = tuple(override for override in overrides if _key(override).split(".", 1)[0] != "suite")
     return _with(own, kept)
 
 
@@ -324,7 +329,7 @@ def protocol_command(argv: list[str]) -> int:
         if args.floor_processes != 0 and args.floor_processes < 2:
             raise BadInput(f"--floor-processes needs 0 (no floors) or 2 or more, got {args.floor_processes}")
         for override in args.set:
-            key = override.split("=", 1)[0]
+            key = _key(override)
             if "=" not in override or not key:
                 raise BadInput(f"--set takes KEY=VALUE, got {override!r}")
             if key in _PROTOCOL_KEYS:

@@ -117,9 +117,12 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
         (run_dir.path / "config.yaml").write_text(resolved)
         # A checkout that differs from its commit: the difference beside the manifest, so the tree can be rebuilt.
         diff = source_diff()
-        host["source_diff"] = diff if isinstance(diff, str) else diff.record()
-        if not isinstance(diff, str) and diff.changed:
-            (run_dir.path / SOURCE_DIFF).write_bytes(diff.patch)
+        if isinstance(diff, str):
+            host["source_diff"] = diff  # why no patch could be taken
+        else:
+            host["source_diff"] = diff.record()
+            if diff.changed:
+                (run_dir.path / SOURCE_DIFF).write_bytes(diff.patch)
         setup.mark("source_diff")
         environment = {"host": host, "executor": executor.environment(), "gpu": gpu}
         manifest = _new_manifest(settings, run_dir, cfg_hash, overrides, evaluations, tasks, environment)
