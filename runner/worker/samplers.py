@@ -46,6 +46,12 @@ def warm_up(fns, sampler, warmup_ms: float, labels=None) -> float:
         times = run_batch(sampler, fns * size, labels=labels and labels * size)[0]
         spent += sum(times)
         rounds += size
+    if labels is not None:
+        # A side still due a probe (its history came from the warm-up's last launch) is probed now, beside the shared
+        # work, not in the turn's first launch: there the probe's synchronisations and sleeps (twice the side's host
+        # time, six times) held the turn up to 0.25 s with nothing measured, 2.3-3.0 s of a pass over 20-22 tasks
+        # whose warm-up was one round (H100, the reference's whole suite: BENCHMARKS.md, sixty-sixth session).
+        sampler.probe_due(fns, labels)
     return shortest
 
 
@@ -105,6 +111,9 @@ class HostSampler:
     def led(self, handle: dict) -> tuple[list[int], float]:
         """No leads on the host clock: a call runs as it is launched."""
         return [], 0.0
+
+    def probe_due(self, fns, labels) -> None:
+        """No leads on the host clock, so no side is probed for a wait."""
 
     def gap_before(self, handle: dict) -> None:
         """No GPU between batches on the host clock."""
@@ -177,6 +186,18 @@ class CudaSampler:
         self._last_end: torch.cuda.Event | None = None
         self._queued = QueuedWork()
 
+    def probe_due(self, fns, labels) -> None:
+        """Probe each side among ``labels`` (``fns``' sides) that is due (``QueueLead.to_probe``: a history of both
+        kinds, its host time near its GPU time) for a wait inside its calls, once a side. ``launch`` asks first; the
+        warm-up asks once more at its end (``warm_up``), so a side whose warm-up was one round, with no launch after the
+        one that gave it its history, is probed before the measurement's turn rather than in its first launch."""
+        if self.leads is None:
+            return
+        labels = list(labels)
+        for label in dict.fromkeys(labels):  # each side once, in the batch's order
+            if self.leads.to_probe(label):
+                self.leads.waits[label] = self._probe_waits(fns[labels.index(label)], label)
+
     def _probe_waits(self, fn, label: str) -> bool:
         """Whether ``fn`` (a call of ``label``'s side) waits for the device inside: queued behind a GPU sleep of twice
         its side's host time and ``WAIT_PROBE_MARGIN_MS`` more, a call that waits returns only once the sleep is over,
@@ -229,10 +250,7 @@ class CudaSampler:
         pairs = self._pairs(len(fns) + 1)
         previous_end, self._last_end = self._last_end, (pairs[len(fns) - 1][1] if fns else None)
         labels = list(labels) if labels is not None else [None] * len(fns)
-        if self.leads is not None:
-            for label in dict.fromkeys(labels):  # each side once, in the batch's order
-                if self.leads.to_probe(label):
-                    self.leads.waits[label] = self._probe_waits(fns[labels.index(label)], label)
+        self.probe_due(fns, labels)
         # Queued behind a batch still running: that batch's last end event not yet passed as this one is launched.
         behind = previous_end is not None and not previous_end.query()
         # Where it is: when it was first seen ended while this one was queued (epoch s), polled as the samples are.
