@@ -283,6 +283,28 @@ def test_the_probe_takes_its_tries_again_where_its_sleeps_ran_short(stream):
     assert sampler._cycles_per_ms == pytest.approx(1.98e6)
 
 
+@pytest.mark.parametrize("waiting_tries, calls, waits", [((0, 1, 2), 2, True), ((), 2, False), ((0,), 3, False)])
+def test_the_probe_ends_once_its_tries_hold_a_majority(stream, waiting_tries, calls, waits):
+    """Two tries that agree are a majority of three whatever the third would say: the probe stops there (a third of its
+    sleeps and calls saved, most of all where it runs in a turn or a hand-over); two that differ take the third. A call
+    waits for the device in the tries listed (from 0), as batched_solve's does in all of them; a side that queues its
+    work and returns in none."""
+    count = [0]
+
+    def call():
+        stream.host_ms += 1.0
+        stream.queue(2.0)
+        if count[0] in waiting_tries:
+            stream.synchronize()
+        count[0] += 1
+
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    sampler.leads.add("candidate", host_ms=2.0, gpu_ms=2.0)
+    assert sampler.leads.to_probe("candidate")
+    assert sampler._probe_waits(call, "candidate") is waits
+    assert count[0] == calls
+
+
 def test_a_sample_behind_less_work_than_its_host_takes_to_queue_is_led_by_the_difference(stream):
     """sort_moe_expert_ids_stable_int32 in a cold torch_compile pass (fifty-ninth session): both sides 0.23 ms on the
     GPU, the candidate's host slowed by the compiles beside (here 0.4 ms to queue it, the reference 0.1 ms). Neither

@@ -150,6 +150,12 @@ WAIT_PROBE_MARGIN_MS = 0.5
 LEAD_CALIBRATION_CYCLES = 2_000_000
 
 
+def _outlasted(tries) -> list[bool]:
+    """Per probe try (its call's host time, ms, and the events around its sleep, done): whether the call returned only
+    after ``WAIT_PROBE_SHARE`` of the sleep or more, as one that waits for the device does."""
+    return [host_ms >= WAIT_PROBE_SHARE * asleep.elapsed_time(awake) for host_ms, asleep, awake in tries]
+
+
 class CudaSampler:
     """CUDA events around every sample, queued a batch at a time; three sets of events, so one batch can be queued
     while the one before still runs, and read while the next runs with the events of the one before it still standing
@@ -204,7 +210,9 @@ class CudaSampler:
         one that does not returns in its host time. ``WAIT_PROBES`` tries, each sleep timed by events (a sleep counts
         SM cycles, and the clock may have moved since their rate was read: a round whose sleeps ran shorter than
         asked is taken again at the rate they ran at); it waits where most returned after ``WAIT_PROBE_SHARE`` of
-        their sleep. The queue is emptied first and after, outside every sample."""
+        their sleep. A round ends as soon as its tries so far hold that majority whatever the rest would say (two that
+        agree, of three): the third try's sleep and call, a third of the probe, where they would change nothing. The
+        queue is emptied first and after, outside every sample."""
         want_ms = 2 * self.leads.host_ms(label) + WAIT_PROBE_MARGIN_MS
         torch.cuda.synchronize(self.device)
         for _ in range(2):
@@ -218,12 +226,17 @@ class CudaSampler:
                 began = time.perf_counter_ns()
                 fn()
                 tries.append(((time.perf_counter_ns() - began) / 1e6, asleep, awake))
+                if 2 * len(tries) > WAIT_PROBES:
+                    awake.synchronize()  # this try's sleep over, and every one before it
+                    votes = _outlasted(tries)
+                    if 2 * max(sum(votes), len(votes) - sum(votes)) > WAIT_PROBES:
+                        break
             torch.cuda.synchronize(self.device)
             slept = [asleep.elapsed_time(awake) for _, asleep, awake in tries]
             self._cycles_per_ms = cycles * len(slept) / max(sum(slept), 1e-3)
             if min(slept) >= WAIT_PROBE_SHARE * want_ms:
                 break
-        outlasted = sum(host_ms >= WAIT_PROBE_SHARE * ms for (host_ms, _, _), ms in zip(tries, slept))
+        outlasted = sum(_outlasted(tries))
         return 2 * outlasted > len(tries)
 
     def _flush(self) -> None:
