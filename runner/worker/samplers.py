@@ -49,7 +49,7 @@ def warm_up(fns, sampler, warmup_ms: float, labels=None) -> float:
     if labels is not None:
         # A side still due a probe (its history came from the warm-up's last launch) is probed now, beside the shared
         # work, not in the turn's first launch: there the probe's synchronisations and sleeps (twice the side's host
-        # time, six times) held the turn up to 0.25 s with nothing measured, 2.3-3.0 s of a pass over 20-22 tasks
+        # time, up to three a round) held the turn up to 0.25 s with nothing measured, 2.3-3.0 s of a pass over 20-22 tasks
         # whose warm-up was one round (H100, the reference's whole suite: BENCHMARKS.md, sixty-sixth session).
         sampler.probe_due(fns, labels)
     return shortest
