@@ -376,6 +376,22 @@ def test_the_gpus_gaps_between_batches_are_summed_from_the_samples_files(two_pas
     assert figure["median_ms"] == pytest.approx(statistics.median(every))
 
 
+def test_the_wait_probes_seconds_are_summed_before_and_in_the_turns(two_passes, tmp_path: Path):
+    """``wait_probes_s``: a real CPU run's sampler (the host clock) leads nothing and probes nothing, so no figure;
+    planted records (one evaluation probed before its turn, 0.25 s, and in it, 0.1 s; another not at all) are summed
+    and the evaluations that probed counted."""
+    assert duty(two_passes[0])["wait_probes_s"] is None
+    run, results = _copy_of(two_passes[0], tmp_path)
+    assert len(results) >= 2
+    planted = ({"before_turn": 0.25, "in_turn": 0.1}, {"before_turn": 0.0, "in_turn": 0.0})
+    for path, record in zip(results, planted):
+        result = json.loads(path.read_text())
+        result["timing"]["wait_probes_s"] = record
+        path.write_text(json.dumps(result))
+    figure = duty(run)["wait_probes_s"]
+    assert figure == {"before_turn": pytest.approx(0.25), "in_turn": pytest.approx(0.1), "evaluations": 1}
+
+
 def test_the_audits_taken_again_are_counted_with_their_seconds(two_passes, tmp_path: Path):
     """``audits_taken_again``: a real CPU run takes no audits (the host clock), so none are counted; planted records in
     its results (a top-up of 0.2 s in one, a top-up and a recheck of 1.5 s in another) are counted and summed."""

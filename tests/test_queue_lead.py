@@ -239,6 +239,8 @@ def test_a_side_whose_warm_up_is_one_round_is_probed_before_the_turn_not_in_it(s
     assert timing.sizing_rounds_ms["warm_up"] == pytest.approx(6.0)  # one round, over warmup_ms
     assert len(probed_at) == 2 and max(probed_at) < turned_at[0]
     assert timing.waits_for_device == {"reference": True, "candidate": True}
+    # Their time on record, all of it before the turn (the simulated stream's clock: the host's time in the probes).
+    assert timing.wait_probes_s["in_turn"] == 0.0 and timing.wait_probes_s["before_turn"] > 0.0
     # Without the warm-up's own ask, the same warm-up leaves both sides due: their probe would wait for the turn.
     fresh = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
     monkeypatch.setattr(fresh, "probe_due", lambda fns, labels: None)

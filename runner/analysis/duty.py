@@ -18,6 +18,7 @@ from runner.analysis.turn_parts import (
     short_batches,
     turn_parts,
     turns_sampled,
+    wait_probes,
 )
 from runner.gpu.memory_admission import GIB
 from runner.intervals import union_seconds
@@ -161,6 +162,7 @@ def duty(run_dir: Path) -> dict:
         "turn_parts_s": turn_parts(sampled),
         "batches_rest_parts_s": batches_rest_parts(sampled),
         "leads_s": lead_seconds(sampled),
+        "wait_probes_s": wait_probes(results),
         "gpu_between_batches": gpu_between_batches(sampled),
         "audits_taken_again": audits_taken_again(results),
         "short_batches": short_batches(sampled),

@@ -96,6 +96,21 @@ def audits_taken_again(results) -> dict:
     }
 
 
+def wait_probes(results) -> dict | None:
+    """The seconds the measurements spent probing sides for a wait inside their calls (``Timing.wait_probes_s``), all
+    evaluations together: before their turns (at the warm-up's end, part of the hand-overs) and in them (part of
+    ``turn_parts``' ``before_first_batch`` or ``batches_rest``), and how many evaluations probed any side. None where no
+    result records them (runs from before the sixty-sixth session, or without leads)."""
+    records = [result.timing.wait_probes_s for _, result in results if result.timing and result.timing.wait_probes_s]
+    if not records:
+        return None
+    return {
+        "before_turn": sum(record["before_turn"] for record in records),
+        "in_turn": sum(record["in_turn"] for record in records),
+        "evaluations": sum(record["before_turn"] + record["in_turn"] > 0 for record in records),
+    }
+
+
 def _around_batches(raw: dict, audit_calls: float) -> float:
     """Seconds of a turn's batches (first launched to last closed) outside their spans and audit calls: the GPU
     waiting around them. ``raw``: a ``samples.json`` with ``batch_span_ms``."""

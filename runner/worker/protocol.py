@@ -210,6 +210,9 @@ class Timing:
     # Per side probed, whether its calls wait for the device inside (``samplers.CudaSampler._probe_waits``): such a
     # side is not led, and its lead above is 0. A side not probed (its host well ahead of its GPU work) is absent.
     waits_for_device: dict | None = None
+    # The seconds those probes took, both sides: ``{"before_turn": .., "in_turn": ..}`` (the warm-up's, beside the shared
+    # work, and the measurement's own, in its turn with nothing measured); None where the sampler does not lead.
+    wait_probes_s: dict | None = None
 
 
 @dataclass

@@ -191,6 +191,8 @@ class CudaSampler:
         # The last end event of the batch launched last (``gap_before``, ``queued_behind``); None after ``forget_last``.
         self._last_end: torch.cuda.Event | None = None
         self._queued = QueuedWork()
+        # The host's seconds in wait probes so far, all sides (``probe_due``; ``Timing.wait_probes_s``).
+        self.probe_s = 0.0
 
     def probe_due(self, fns, labels) -> None:
         """Probe each side among ``labels`` (``fns``' sides) that is due (``QueueLead.to_probe``: a history of both
@@ -202,7 +204,9 @@ class CudaSampler:
         labels = list(labels)
         for label in dict.fromkeys(labels):  # each side once, in the batch's order
             if self.leads.to_probe(label):
+                began = time.perf_counter()
                 self.leads.waits[label] = self._probe_waits(fns[labels.index(label)], label)
+                self.probe_s += time.perf_counter() - began
 
     def _probe_waits(self, fn, label: str) -> bool:
         """Whether ``fn`` (a call of ``label``'s side) waits for the device inside: queued behind a GPU sleep of twice

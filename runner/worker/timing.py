@@ -198,6 +198,8 @@ def measure_pair(
     # last measurement's checks after timing, not in the turn. Whatever slowed the GPU from here to the first batch
     # counts against that batch, which is then taken again.
     readings = [monitor.read()] if monitor.available else None
+    leads = getattr(sampler, "leads", None)  # the CUDA sampler's, where it leads (queue_lead.QueueLead)
+    probed_before_turn = sampler.probe_s if leads is not None else 0.0
     waited = 0.0
     if turn is not None:
         asked = time.perf_counter()
@@ -368,7 +370,6 @@ def measure_pair(
         kept.audits, kept.audit_chains, medians, sampler, placements, rng, lambda: batch_order(rng, batch)
     )
     wall = time.perf_counter() - started
-    leads = getattr(sampler, "leads", None)  # the CUDA sampler's, where it leads (queue_lead.QueueLead)
     kept_clocks = [c for c in kept.clocks["reference"] if c is not None]
     spread, placement_noise = placement_spread(kept.samples, kept.placed, batch)
     timing = Timing(
@@ -405,6 +406,11 @@ def measure_pair(
         led_samples=kept.led_count if leads is not None else None,
         lead_ms={side: round(leads.lead_ms(side), 6) for side in sides} if leads is not None else None,
         waits_for_device=dict(leads.waits) if leads is not None else None,
+        wait_probes_s=(
+            {"before_turn": round(probed_before_turn, 6), "in_turn": round(sampler.probe_s - probed_before_turn, 6)}
+            if leads is not None
+            else None
+        ),
     )
     return timing, kept.raw(fresh)
 
