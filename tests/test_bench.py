@@ -792,6 +792,15 @@ def test_between_turns_splits_hand_overs_from_cohorts(two_passes):
     assert figures["hand_overs"]["n"] == 2 and figures["hand_overs"]["s"] == pytest.approx(0.06 + 0.05)
     assert figures["longer"]["n"] == 1 and figures["longer"]["s"] == pytest.approx(0.9)
     assert figures["longer"]["median_first_phases"] == 2  # both first phases lie in the gap 2.6-3.5
+    assert figures["longer"]["without_first_phases"] == {"n": 0, "s": 0, "median_s": None}
+    # A hand-over that outlasted HAND_OVER_S (the next warm-up probed a side for a wait): longer, with no first phase.
+    slow_hand_over = [
+        ("i", [(0.0, 0.3, shared), (0.4, 1.4, exclusive), (1.4, 1.45, shared)], None),
+        ("j", [(0.05, 0.35, shared), (1.4, 1.65, shared), (1.65, 2.5, exclusive)], None),  # its warm-up 0.25 s
+    ]
+    alone = between_turns([slow_hand_over])["longer"]
+    assert alone["n"] == 1 and alone["without_first_phases"]["n"] == 1
+    assert alone["without_first_phases"]["s"] == pytest.approx(0.25) and alone["median_first_phases"] == 0
     assert 0.06 < HAND_OVER_S < 0.9
     # The gap waited for d's first phase (0.8 s), 0.1 s longer than c's (0.7 s): d is named.
     assert figures["longer"]["waited_for_slowest_s"] == pytest.approx(0.1)

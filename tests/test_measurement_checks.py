@@ -604,9 +604,6 @@ class _AuditingHostSampler:
         """No leads on the host clock."""
         return [], 0.0
 
-    def probe_due(self, fns, labels) -> None:
-        self._host.probe_due(fns, labels)
-
     def audit_sample(self, handle: dict):
         """The audited call's own time, as the events around it on a GPU would have it: what slows the audit's
         synchronisation is not in it."""

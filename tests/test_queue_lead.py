@@ -212,18 +212,19 @@ def test_a_side_that_waits_for_the_device_is_found_once_and_its_samples_keep_the
     assert sampler.leads.lead_ms("reference") == sampler.leads.lead_ms("candidate") == 0.0
 
 
-def test_a_side_whose_warm_up_is_one_round_is_probed_before_the_turn_not_in_it(stream, monkeypatch):
-    """batched_solve_small_fp32's kind again (sixty-sixth session, H100, the reference's whole suite): a round of both
-    sides outlasts ``warmup_ms``, so the warm-up is that one round, and no launch after the one that gave the sides
-    their history probed them. The probe (synchronisations, sleeps of twice the host time) then ran in the first launch
-    after the turn was taken: up to 0.25 s of a turn with nothing measured, 2.3-3.0 s of a pass. Probed at the
-    warm-up's end instead, both sides are found waiting before the turn, and no probe runs after it."""
+@pytest.mark.parametrize("call_ms, in_turn", [(3.0, True), (0.5, False)])
+def test_the_wait_probes_time_is_on_record_before_the_turn_or_in_it(stream, monkeypatch, call_ms, in_turn):
+    """Where a probe runs and how long it took (``Timing.wait_probes_s``). Both sides wait for the device. A round of
+    both (6 ms, batched_solve_small_fp32's kind) is the warm-up's only one, so the sides are first due in the turn's
+    first launch and probed there, with nothing measured (on the H100's whole suite: up to 0.25 s of a turn, 2.3-3.0 s of
+    a pass, sixty-sixth session); a short round (1 ms) gets two more in a second launch, which probes them before the
+    turn."""
     from runner.worker import timing as timing_module
     from runner.worker.clocks import ClockMonitor
     from runner.worker.protocol import TimingSettings
 
     def waits():
-        stream.queue(3.0)
+        stream.queue(call_ms)
         stream.synchronize()
 
     sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
@@ -231,21 +232,19 @@ def test_a_side_whose_warm_up_is_one_round_is_probed_before_the_turn_not_in_it(s
     probe = sampler._probe_waits
     sampler._probe_waits = lambda fn, label: probed_at.append(stream.host_ms) or probe(fn, label)
     monkeypatch.setattr(timing_module, "time", stream.clock())
-    settings = TimingSettings(min_samples=40, max_samples=40, batch=10, warmup_ms=5.0, target_noise=0.0)
+    settings = TimingSettings(min_samples=40, max_samples=40, batch=10, warmup_ms=0.0, target_noise=0.0)
     tools = timing_module.Instruments(sampler, ClockMonitor(None))
     timing, _ = timing_module.measure_pair(
         waits, waits, torch.device("cuda"), settings, "s", 3, tools=tools, turn=lambda: turned_at.append(stream.host_ms)
     )
-    assert timing.sizing_rounds_ms["warm_up"] == pytest.approx(6.0)  # one round, over warmup_ms
-    assert len(probed_at) == 2 and max(probed_at) < turned_at[0]
+    assert len(probed_at) == 2 and (min(probed_at) >= turned_at[0]) is in_turn
+    assert (max(probed_at) < turned_at[0]) is not in_turn
     assert timing.waits_for_device == {"reference": True, "candidate": True}
-    # Their time on record, all of it before the turn (the simulated stream's clock: the host's time in the probes).
-    assert timing.wait_probes_s["in_turn"] == 0.0 and timing.wait_probes_s["before_turn"] > 0.0
-    # Without the warm-up's own ask, the same warm-up leaves both sides due: their probe would wait for the turn.
-    fresh = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
-    monkeypatch.setattr(fresh, "probe_due", lambda fns, labels: None)
-    samplers.warm_up([waits, waits], fresh, 5.0, labels=["reference", "candidate"])
-    assert fresh.leads.to_probe("reference") and fresh.leads.to_probe("candidate")
+    # The host's time in the probes (the simulated clock): two tries that agree per side, each a sleep of twice the
+    # side's host time (a call waits its own GPU time) and 0.5 ms, then the call.
+    probes_s = 2 * 2 * ((2 * call_ms + 0.5) + call_ms) / 1000.0
+    where, elsewhere = ("in_turn", "before_turn") if in_turn else ("before_turn", "in_turn")
+    assert timing.wait_probes_s[where] == pytest.approx(probes_s, rel=0.05) and timing.wait_probes_s[elsewhere] == 0.0
 
 
 def test_a_launch_bound_side_does_not_wait_and_stays_led(stream):

@@ -31,7 +31,9 @@ def between_turns(lanes, slots: int | None = None) -> dict:
     lasts as long as its slowest member's. ``waited_for_slowest_s`` sums, over the gaps of two members or more,
     how much longer the slowest member's first shared window was than the next slowest's; ``slowest`` names the
     gaps where that was longest, with the task that held them (f40, a full suite on the H100: 3.4 s of 29.5,
-    1.8 s of it one gap: BENCHMARKS.md, twenty-second session).
+    1.8 s of it one gap: BENCHMARKS.md, twenty-second session). ``without_first_phases``: the longer gaps with no
+    first shared phase in them, hand-overs that outlasted ``HAND_OVER_S`` (a warm-up that probed a side for a wait,
+    long checks after timing) rather than cohorts.
 
     What the longer gaps waited for: ``next_measured_s``, the seconds the measurement that ended each gap spent in
     each of its states during it (they add up to the gaps: in its first phase, the gap was its cohort's; waiting
@@ -49,6 +51,7 @@ def between_turns(lanes, slots: int | None = None) -> dict:
     with a warm-up's window that cut in: BENCHMARKS.md, fortieth session)."""
     hand_overs: list[float] = []
     longer: list[float] = []
+    alone: list[float] = []  # the longer gaps with no evaluation's first shared phase in them
     members: list[int] = []
     beyond_second: list[dict] = []
     next_measured: dict[str, float] = {}
@@ -95,6 +98,8 @@ def between_turns(lanes, slots: int | None = None) -> dict:
                 reverse=True,
             )
             members.append(len(inside))
+            if not inside:
+                alone.append(start - gap_from)
             if len(inside) >= 2:
                 (slowest, task), (second, _) = inside[0], inside[1]
                 beyond_second.append(
@@ -141,6 +146,7 @@ def between_turns(lanes, slots: int | None = None) -> dict:
         "longer": {
             **part(longer),
             "median_first_phases": statistics.median(members) if members else None,
+            "without_first_phases": part(alone),
             "waited_for_slowest_s": sum(gap["window_s"] - gap["next_slowest_s"] for gap in beyond_second),
             "slowest": beyond_second[:SLOWEST_SHOWN],
             "next_measured_s": next_measured,

@@ -46,12 +46,6 @@ def warm_up(fns, sampler, warmup_ms: float, labels=None) -> float:
         times = run_batch(sampler, fns * size, labels=labels and labels * size)[0]
         spent += sum(times)
         rounds += size
-    if labels is not None:
-        # A side still due a probe (its history came from the warm-up's last launch) is probed now, beside the shared
-        # work, not in the turn's first launch: there the probe's synchronisations and sleeps (twice the side's host
-        # time, up to three a round) held the turn up to 0.25 s with nothing measured, 2.3-3.0 s of a pass over 20-22 tasks
-        # whose warm-up was one round (H100, the reference's whole suite: BENCHMARKS.md, sixty-sixth session).
-        sampler.probe_due(fns, labels)
     return shortest
 
 
@@ -111,9 +105,6 @@ class HostSampler:
     def led(self, handle: dict) -> tuple[list[int], float]:
         """No leads on the host clock: a call runs as it is launched."""
         return [], 0.0
-
-    def probe_due(self, fns, labels) -> None:
-        """No leads on the host clock, so no side is probed for a wait."""
 
     def gap_before(self, handle: dict) -> None:
         """No GPU between batches on the host clock."""
@@ -191,17 +182,18 @@ class CudaSampler:
         # The last end event of the batch launched last (``gap_before``, ``queued_behind``); None after ``forget_last``.
         self._last_end: torch.cuda.Event | None = None
         self._queued = QueuedWork()
-        # The host's seconds in wait probes so far, all sides (``probe_due``; ``Timing.wait_probes_s``).
+        # The host's seconds in wait probes so far, all sides (``_probe_due``; ``Timing.wait_probes_s``).
         self.probe_s = 0.0
 
-    def probe_due(self, fns, labels) -> None:
+    def _probe_due(self, fns, labels: list) -> None:
         """Probe each side among ``labels`` (``fns``' sides) that is due (``QueueLead.to_probe``: a history of both
-        kinds, its host time near its GPU time) for a wait inside its calls, once a side. ``launch`` asks first; the
-        warm-up asks once more at its end (``warm_up``), so a side whose warm-up was one round, with no launch after the
-        one that gave it its history, is probed before the measurement's turn rather than in its first launch."""
+        kinds, its host time near its GPU time) for a wait inside its calls, once a side, and count the host's time in
+        it (``probe_s``). A side whose warm-up was one round (a round of 2.5 ms or more, ``warmup_ms`` 0) is due in
+        the turn's first launch: probed there, in the turn. Probing it at the warm-up's end instead, beside the shared
+        work, was tried on the H100 and did not pay: beside the last measurement's checks the GPU is time-sliced between
+        them, the probe ran slower, and one hand-over took 0.58 s (BENCHMARKS.md, sixty-sixth session)."""
         if self.leads is None:
             return
-        labels = list(labels)
         for label in dict.fromkeys(labels):  # each side once, in the batch's order
             if self.leads.to_probe(label):
                 began = time.perf_counter()
@@ -267,7 +259,7 @@ class CudaSampler:
         pairs = self._pairs(len(fns) + 1)
         previous_end, self._last_end = self._last_end, (pairs[len(fns) - 1][1] if fns else None)
         labels = list(labels) if labels is not None else [None] * len(fns)
-        self.probe_due(fns, labels)
+        self._probe_due(fns, labels)
         # Queued behind a batch still running: that batch's last end event not yet passed as this one is launched.
         behind = previous_end is not None and not previous_end.query()
         # Where it is: when it was first seen ended while this one was queued (epoch s), polled as the samples are.
