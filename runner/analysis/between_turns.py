@@ -32,8 +32,8 @@ def between_turns(lanes, slots: int | None = None) -> dict:
     how much longer the slowest member's first shared window was than the next slowest's; ``slowest`` names the
     gaps where that was longest, with the task that held them (f40, a full suite on the H100: 3.4 s of 29.5,
     1.8 s of it one gap: BENCHMARKS.md, twenty-second session). ``without_first_phases``: the longer gaps with no
-    first shared phase in them, hand-overs that outlasted ``HAND_OVER_S`` (a warm-up that probed a side for a wait,
-    long checks after timing) rather than cohorts.
+    first shared phase in them, hand-overs that outlasted ``HAND_OVER_S`` (a slow warm-up beside long checks after
+    timing) rather than cohorts.
 
     What the longer gaps waited for: ``next_measured_s``, the seconds the measurement that ended each gap spent in
     each of its states during it (they add up to the gaps: in its first phase, the gap was its cohort's; waiting

@@ -98,9 +98,10 @@ def audits_taken_again(results) -> dict:
 
 def wait_probes(results) -> dict | None:
     """The seconds the measurements spent probing sides for a wait inside their calls (``Timing.wait_probes_s``), all
-    evaluations together: before their turns (at the warm-up's end, part of the hand-overs) and in them (part of
-    ``turn_parts``' ``before_first_batch`` or ``batches_rest``), and how many evaluations probed any side. None where no
-    result records them (runs from before the sixty-sixth session, or without leads)."""
+    evaluations together: before their turns (in a short warm-up's second launch, part of the hand-overs) and in them
+    (the turn's first launch after a warm-up of one round, or a later one: part of ``turn_parts``' ``before_first_batch``
+    or ``batches_rest``), and how many evaluations probed any side. None where no result records them (runs from before
+    the sixty-sixth session, or without leads)."""
     records = [result.timing.wait_probes_s for _, result in results if result.timing and result.timing.wait_probes_s]
     if not records:
         return None
