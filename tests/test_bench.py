@@ -379,7 +379,8 @@ def test_the_gpus_gaps_between_batches_are_summed_from_the_samples_files(two_pas
 def test_the_wait_probes_seconds_are_summed_before_and_in_the_turns(two_passes, tmp_path: Path):
     """``wait_probes_s``: a real CPU run's sampler (the host clock) leads nothing and probes nothing, so no figure;
     planted records (one evaluation probed before its turn, 0.25 s, and in it, 0.1 s; another not at all) are summed
-    and the evaluations that probed counted."""
+    and the evaluations that probed counted; the sides probed, where the results say what each probe went on (from the
+    sixty-seventh session): one settled by a call of its own, one after two tries."""
     assert duty(two_passes[0])["wait_probes_s"] is None
     run, results = _copy_of(two_passes[0], tmp_path)
     assert len(results) >= 2
@@ -389,7 +390,15 @@ def test_the_wait_probes_seconds_are_summed_before_and_in_the_turns(two_passes, 
         result["timing"]["wait_probes_s"] = record
         path.write_text(json.dumps(result))
     figure = duty(run)["wait_probes_s"]
-    assert figure == {"before_turn": pytest.approx(0.25), "in_turn": pytest.approx(0.1), "evaluations": 1}
+    seconds = {"before_turn": pytest.approx(0.25), "in_turn": pytest.approx(0.1), "evaluations": 1}
+    assert figure == {**seconds, "sides": None, "settled_by_one_call": None, "tries": None}
+    result = json.loads(results[0].read_text())
+    result["timing"]["wait_probe_calls"] = {
+        "reference": {"host_ms": 0.6, "gpu_ms": 9.6, "tries": 0},
+        "candidate": {"host_ms": 9.6, "gpu_ms": 9.6, "tries": 2},
+    }
+    results[0].write_text(json.dumps(result))
+    assert duty(run)["wait_probes_s"] == {**seconds, "sides": 2, "settled_by_one_call": 1, "tries": 2}
 
 
 def test_the_audits_taken_again_are_counted_with_their_seconds(two_passes, tmp_path: Path):

@@ -240,11 +240,75 @@ def test_the_wait_probes_time_is_on_record_before_the_turn_or_in_it(stream, monk
     assert len(probed_at) == 2 and (min(probed_at) >= turned_at[0]) is in_turn
     assert (max(probed_at) < turned_at[0]) is not in_turn
     assert timing.waits_for_device == {"reference": True, "candidate": True}
-    # The host's time in the probes (the simulated clock): two tries that agree per side, each a sleep of twice the
-    # side's host time (a call waits its own GPU time) and 0.5 ms, then the call.
-    probes_s = 2 * 2 * ((2 * call_ms + 0.5) + call_ms) / 1000.0
+    # The host's time in the probes (the simulated clock), per side: one call on the empty queue (each side's history
+    # holds a lone call when it is due), then two tries that agree, each a sleep of twice that call's host time (a
+    # call waits its own GPU time) and 0.5 ms, then the call.
+    probes_s = 2 * (call_ms + 2 * ((2 * call_ms + 0.5) + call_ms)) / 1000.0
     where, elsewhere = ("in_turn", "before_turn") if in_turn else ("before_turn", "in_turn")
     assert timing.wait_probes_s[where] == pytest.approx(probes_s, rel=0.05) and timing.wait_probes_s[elsewhere] == 0.0
+    for side in ("reference", "candidate"):
+        calls = timing.wait_probe_calls[side]
+        assert calls["tries"] == 2 and calls["host_ms"] == pytest.approx(call_ms) == calls["gpu_ms"]
+
+
+def test_the_batches_queued_ahead_of_a_probe_are_not_its_time(stream):
+    """A side probed in a later launch, with 100 ms of batches still queued ahead (the loop runs one batch ahead): the
+    probe waits for them first, and they are measurements, not the probe's time. Ten tasks' probes on the H100 took
+    2.2 s with them counted, their own sleeps and calls 0.74 s (sixty-seventh session). Here the probe's own time is
+    two tries that agree, each a sleep of twice the 2 ms host time and 0.5 ms, then the 2 ms call."""
+    quick = _queueing(stream, 2.0, 2.0)
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    for _ in range(samplers.WAIT_PROBE_TRUSTED_CALLS):
+        sampler.leads.add("candidate", host_ms=2.0, gpu_ms=2.0)
+    stream.queue(100.0)  # the batches ahead
+    began = stream.host_ms
+    sampler._probe_due([quick], ["candidate"])
+    assert sampler.leads.waits == {"candidate": False}
+    assert stream.host_ms - began >= 100.0
+    assert sampler.probe_s == pytest.approx(2 * ((2 * 2.0 + 0.5) + 2.0) / 1000.0, rel=0.05)
+
+
+@pytest.mark.parametrize("waits", [False, True])
+def test_a_lone_slow_first_call_does_not_size_the_probe(stream, monkeypatch, waits):
+    """A warm-up of one round (9 ms a call) leaves each side a history of one call, its first at this shape, here 50
+    ms on the host (loading its kernels). That call alone would make a side that queues 9 ms in 0.6 ms look as if it
+    waited, and size its probe's sleeps at 100 ms (0.22 s a side). The probe times one call of its own first: a side
+    whose host is well ahead of its GPU work is settled by it, with no try (0.0096 s a side; on the H100,
+    attention_sliding_window_mistral_bf16's reference: 0.5 ms of host for 10 ms, sixty-seventh session); one that waits
+    (its host time covers its 9.6 ms) is tried with sleeps sized from that call."""
+    from runner.worker import timing as timing_module
+    from runner.worker.clocks import ClockMonitor
+    from runner.worker.protocol import TimingSettings
+
+    calls = {"reference": 0, "candidate": 0}
+
+    def side(label):
+        def call():
+            stream.host_ms += 50.0 if calls[label] == 0 else 0.6
+            calls[label] += 1
+            stream.queue(9.0)
+            if waits:
+                stream.synchronize()
+
+        return call
+
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    monkeypatch.setattr(timing_module, "time", stream.clock())
+    settings = TimingSettings(min_samples=20, max_samples=20, batch=10, warmup_ms=0.0, target_noise=0.0)
+    tools = timing_module.Instruments(sampler, ClockMonitor(None))
+    timing, _ = timing_module.measure_pair(
+        side("reference"), side("candidate"), torch.device("cuda"), settings, "s", 3, tools=tools, turn=lambda: None
+    )
+    assert timing.waits_for_device == {"reference": waits, "candidate": waits}
+    host_ms = 9.6 if waits else 0.6  # a call that waits returns once its work is done: 0.6 ms to queue it, then 9
+    for label in ("reference", "candidate"):
+        probed = timing.wait_probe_calls[label]
+        assert probed["host_ms"] == pytest.approx(host_ms) and probed["gpu_ms"] == pytest.approx(9.6)
+        assert probed["tries"] == (2 if waits else 0)
+    # Per side: the one call (its GPU time, the host waiting for it), then, where it waits, two tries, each a sleep of
+    # twice its 9.6 ms and 0.5 ms, then the call's 9 ms.
+    per_side_ms = 9.6 if not waits else 9.6 + 2 * ((2 * 9.6 + 0.5) + 9.0)
+    assert timing.wait_probes_s["in_turn"] == pytest.approx(2 * per_side_ms / 1000.0, rel=0.05)
 
 
 def test_a_launch_bound_side_does_not_wait_and_stays_led(stream):
@@ -300,7 +364,8 @@ def test_the_probe_ends_once_its_tries_hold_a_majority(stream, waiting_tries, ca
         count[0] += 1
 
     sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
-    sampler.leads.add("candidate", host_ms=2.0, gpu_ms=2.0)
+    for _ in range(samplers.WAIT_PROBE_TRUSTED_CALLS):  # a history the probe trusts: no call of its own first
+        sampler.leads.add("candidate", host_ms=2.0, gpu_ms=2.0)
     assert sampler.leads.to_probe("candidate")
     assert sampler._probe_waits(call, "candidate") is waits
     assert count[0] == calls

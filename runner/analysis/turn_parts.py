@@ -100,15 +100,27 @@ def wait_probes(results) -> dict | None:
     """The seconds the measurements spent probing sides for a wait inside their calls (``Timing.wait_probes_s``), all
     evaluations together: before their turns (in a short warm-up's second launch, part of the hand-overs) and in them
     (the turn's first launch after a warm-up of one round, or a later one: part of ``turn_parts``' ``before_first_batch``
-    or ``batches_rest``), and how many evaluations probed any side. None where no result records them (runs from before
-    the sixty-sixth session, or without leads)."""
+    or ``batches_rest``), how many evaluations probed any side, and per side probed (``Timing.wait_probe_calls``) how
+    many a call of their own settled and how many tries the rest took. None where no result records them (runs from
+    before the sixty-sixth session, or without leads)."""
     records = [result.timing.wait_probes_s for _, result in results if result.timing and result.timing.wait_probes_s]
     if not records:
         return None
+    sides = [
+        side
+        for _, result in results
+        if result.timing and result.timing.wait_probe_calls
+        for side in result.timing.wait_probe_calls.values()
+    ]
     return {
         "before_turn": sum(record["before_turn"] for record in records),
         "in_turn": sum(record["in_turn"] for record in records),
         "evaluations": sum(record["before_turn"] + record["in_turn"] > 0 for record in records),
+        # Sides probed, those a call of their own settled with no try, and the tries (None before the sixty-seventh
+        # session, whose results do not say).
+        "sides": len(sides) if sides else None,
+        "settled_by_one_call": sum(side["tries"] == 0 for side in sides) if sides else None,
+        "tries": sum(side["tries"] for side in sides) if sides else None,
     }
 
 

@@ -211,8 +211,14 @@ class Timing:
     # side is not led, and its lead above is 0. A side not probed (its host well ahead of its GPU work) is absent.
     waits_for_device: dict | None = None
     # The seconds those probes took, both sides: ``{"before_turn": .., "in_turn": ..}`` (the warm-up's, beside the shared
-    # work, and the measurement's own, in its turn with nothing measured); None where the sampler does not lead.
+    # work, and the measurement's own, in its turn with nothing measured), the batches still queued ahead of a probe
+    # waited for first and left out (before the sixty-seventh session they were in); None where the sampler does not
+    # lead.
     wait_probes_s: dict | None = None
+    # Per side probed, what its probe went on: the host time that sized its sleeps (ms), the GPU time of the one call
+    # timed first where the side's history was too short to trust (else None: ``samplers.WAIT_PROBE_TRUSTED_CALLS``),
+    # and its tries (0 where that call settled it: its host well ahead of its GPU work).
+    wait_probe_calls: dict | None = None
 
 
 @dataclass

@@ -89,6 +89,10 @@ class QueueLead:
         one."""
         return self._median(self._host, self._host_median, label)
 
+    def host_calls(self, label: str | None) -> int:
+        """How many calls of ``label``'s side its host history holds (at most ``LEAD_HISTORY``)."""
+        return len(self._host.get(label) or ())
+
     def lead_ms(self, label: str | None) -> float:
         """The work a sample of ``label``'s side needs queued ahead of it, ms; 0.0 where it has no history of both
         kinds, or its calls wait for the device inside (``waits``)."""

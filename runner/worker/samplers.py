@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from runner.worker.queue_lead import QueuedWork, QueueLead
+from runner.worker.queue_lead import WAIT_PROBE_HOST_SHARE, QueuedWork, QueueLead
 
 
 def warm_up(fns, sampler, warmup_ms: float, labels=None) -> float:
@@ -137,6 +137,12 @@ WAIT_PROBES = 3
 WAIT_PROBE_SHARE = 0.75
 # The probe's sleep is twice the side's host time and this much more, ms.
 WAIT_PROBE_MARGIN_MS = 0.5
+# A side's host history of fewer calls than this is not trusted to size a probe's sleep: the probe times one call of
+# its own first (``CudaSampler._probe_waits``). A warm-up of one round leaves one call a side, the first at its shape,
+# run beside another measurement's checks: on the H100 it had attention_sliding_window_mistral_bf16's reference probed
+# (0.5 ms of host for 10 ms of GPU work, settled by that one call) and sized inv_3x3_gaussian_covariance_fp32's probes
+# at 0.15 s where that call's host time gives 0.10 (BENCHMARKS.md, sixty-seventh session).
+WAIT_PROBE_TRUSTED_CALLS = 3
 # The GPU sleep the lead's rate is read from (``torch.cuda._sleep`` counts SM clock cycles): about 1 ms.
 LEAD_CALIBRATION_CYCLES = 2_000_000
 
@@ -182,8 +188,10 @@ class CudaSampler:
         # The last end event of the batch launched last (``gap_before``, ``queued_behind``); None after ``forget_last``.
         self._last_end: torch.cuda.Event | None = None
         self._queued = QueuedWork()
-        # The host's seconds in wait probes so far, all sides (``_probe_due``; ``Timing.wait_probes_s``).
+        # The host's seconds in wait probes so far, all sides (``_probe_due``; ``Timing.wait_probes_s``), and per side
+        # probed what the probe went on (``_probe_waits``; ``Timing.wait_probe_calls``).
         self.probe_s = 0.0
+        self.probe_calls: dict[str, dict] = {}
 
     def _probe_due(self, fns, labels: list) -> None:
         """Probe each side among ``labels`` (``fns``' sides) that is due (``QueueLead.to_probe``: a history of both
@@ -194,11 +202,16 @@ class CudaSampler:
         them, the probe ran slower, and one hand-over took 0.58 s (BENCHMARKS.md, sixty-sixth session)."""
         if self.leads is None:
             return
-        for label in dict.fromkeys(labels):  # each side once, in the batch's order
-            if self.leads.to_probe(label):
-                began = time.perf_counter()
-                self.leads.waits[label] = self._probe_waits(fns[labels.index(label)], label)
-                self.probe_s += time.perf_counter() - began
+        due = [label for label in dict.fromkeys(labels) if self.leads.to_probe(label)]  # each side once, in order
+        if due:
+            # The batches still queued ahead are measurements: waited for here, outside the probes' time. With them
+            # counted, ten tasks' probes on the H100 took 2.2 s, of which their sleeps and calls 0.74 s (BENCHMARKS.md,
+            # sixty-seventh session).
+            torch.cuda.synchronize(self.device)
+        for label in due:
+            began = time.perf_counter()
+            self.leads.waits[label] = self._probe_waits(fns[labels.index(label)], label)
+            self.probe_s += time.perf_counter() - began
 
     def _probe_waits(self, fn, label: str) -> bool:
         """Whether ``fn`` (a call of ``label``'s side) waits for the device inside: queued behind a GPU sleep of twice
@@ -208,9 +221,21 @@ class CudaSampler:
         asked is taken again at the rate they ran at); it waits where most returned after ``WAIT_PROBE_SHARE`` of
         their sleep. A round ends as soon as its tries so far hold that majority whatever the rest would say (two that
         agree, of three): the third try's sleep and call, a third of the probe, where they would change nothing. The
-        queue is emptied first and after, outside every sample."""
-        want_ms = 2 * self.leads.host_ms(label) + WAIT_PROBE_MARGIN_MS
+        queue is emptied first and after, outside every sample.
+
+        Where the side's host history holds fewer than ``WAIT_PROBE_TRUSTED_CALLS`` calls (a warm-up of one round: its
+        first call at this shape, which may have loaded kernels or run beside another process's work), one call on the
+        empty queue comes first (``_one_call``): where its host time is under ``WAIT_PROBE_HOST_SHARE`` of its GPU time
+        the side cannot be waiting (the rule that left it unprobed otherwise) and no try is taken; else its host time
+        sizes the tries' sleeps. What the probe went on is in ``probe_calls``."""
         torch.cuda.synchronize(self.device)
+        record = self.probe_calls[label] = {"host_ms": round(self.leads.host_ms(label), 6), "gpu_ms": None, "tries": 0}
+        if self.leads.host_calls(label) < WAIT_PROBE_TRUSTED_CALLS:
+            host_ms, gpu_ms = self._one_call(fn)
+            record.update(host_ms=round(host_ms, 6), gpu_ms=round(gpu_ms, 6))
+            if host_ms < WAIT_PROBE_HOST_SHARE * gpu_ms:
+                return False  # its host well ahead of its GPU work: it cannot be waiting for it (``to_probe``)
+        want_ms = 2 * record["host_ms"] + WAIT_PROBE_MARGIN_MS
         for _ in range(2):
             cycles = max(1, int(want_ms * self._cycles_per_ms))
             tries = []
@@ -228,12 +253,25 @@ class CudaSampler:
                     if 2 * max(sum(votes), len(votes) - sum(votes)) > WAIT_PROBES:
                         break
             torch.cuda.synchronize(self.device)
+            record["tries"] += len(tries)
             slept = [asleep.elapsed_time(awake) for _, asleep, awake in tries]
             self._cycles_per_ms = cycles * len(slept) / max(sum(slept), 1e-3)
             if min(slept) >= WAIT_PROBE_SHARE * want_ms:
                 break
         outlasted = sum(_outlasted(tries))
         return 2 * outlasted > len(tries)
+
+    def _one_call(self, fn) -> tuple[float, float]:
+        """One call of ``fn`` on an empty queue, its host time and its GPU time (from before the call to after it
+        returned, on events), ms; the queue emptied after it."""
+        before, after = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        before.record()
+        began = time.perf_counter_ns()
+        fn()
+        host_ms = (time.perf_counter_ns() - began) / 1e6
+        after.record()
+        torch.cuda.synchronize(self.device)
+        return host_ms, before.elapsed_time(after)
 
     def _flush(self) -> None:
         """Evict the L2 outside the timed region (cold mode)."""

@@ -411,6 +411,7 @@ def measure_pair(
             if leads is not None
             else None
         ),
+        wait_probe_calls=dict(sampler.probe_calls) if leads is not None else None,
     )
     return timing, kept.raw(fresh)
 
