@@ -1336,7 +1336,7 @@ def test_a_sample_after_a_call_that_waits_for_the_device_is_led_so_the_hosts_pac
         waits[lead] = timing.waits_for_device, timing.wait_probes_s, timing.wait_probe_calls
     assert [w[0] for w in waits.values()] == [None, {"reference": True}], waits  # the host-paced side is not probed
     # The probe's time on record: none without leads; with them, two tries of a 4.5 ms sleep and a 2 ms call at least,
-    # after one call of its own (the warm-up, one round, left the side a history of one call).
+    # after one call of its own on the empty queue (every probe times one first).
     probes, calls = waits[True][1], waits[True][2]
     assert waits[False][1] is None and sum(probes.values()) >= 0.012, waits
     assert calls["reference"]["tries"] >= 2 and calls["reference"]["gpu_ms"] > 1.9, waits

@@ -9,6 +9,7 @@ same thing for real.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import types
 
@@ -31,6 +32,10 @@ class _SimulatedStream:
 
     def __init__(self, cycles_per_ms: float) -> None:
         self.host_ms = 0.0
+        # Where set, the launch queue holds this many pieces of work (kernels, sleeps, event records) not yet done: one
+        # more is queued only once the GPU has finished the one that many back, the host waiting until then.
+        self.launch_slots: int | None = None
+        self._ends: collections.deque = collections.deque()  # each queued piece's end, while ``launch_slots`` is set
         self.free_at = 0.0  # when the work queued so far ends
         self.side_free_at = (
             0.0  # when the work left on another stream ends: no event waits for it, a synchronisation does
@@ -47,7 +52,14 @@ class _SimulatedStream:
         )
 
     def queue(self, gpu_ms: float) -> float:
+        if self.launch_slots is not None:
+            while len(self._ends) >= self.launch_slots:
+                self.host_ms = max(self.host_ms, self._ends.popleft())  # a full queue: wait for room
+            while self._ends and self._ends[0] <= self.host_ms:
+                self._ends.popleft()
         self.free_at = max(self.free_at, self.host_ms) + gpu_ms
+        if self.launch_slots is not None:
+            self._ends.append(self.free_at)
         return self.free_at
 
     def synchronize(self, device=None) -> None:
@@ -240,8 +252,7 @@ def test_the_wait_probes_time_is_on_record_before_the_turn_or_in_it(stream, monk
     assert len(probed_at) == 2 and (min(probed_at) >= turned_at[0]) is in_turn
     assert (max(probed_at) < turned_at[0]) is not in_turn
     assert timing.waits_for_device == {"reference": True, "candidate": True}
-    # The host's time in the probes (the simulated clock), per side: one call on the empty queue (each side's history
-    # holds a lone call when it is due), then two tries that agree, each a sleep of twice that call's host time (a
+    # The host's time in the probes (the simulated clock), per side: one call on the empty queue, then two tries that agree, each a sleep of twice that call's host time (a
     # call waits its own GPU time) and 0.5 ms, then the call.
     probes_s = 2 * (call_ms + 2 * ((2 * call_ms + 0.5) + call_ms)) / 1000.0
     where, elsewhere = ("in_turn", "before_turn") if in_turn else ("before_turn", "in_turn")
@@ -255,17 +266,23 @@ def test_the_batches_queued_ahead_of_a_probe_are_not_its_time(stream):
     """A side probed in a later launch, with 100 ms of batches still queued ahead (the loop runs one batch ahead): the
     probe waits for them first, and they are measurements, not the probe's time. Ten tasks' probes on the H100 took
     2.2 s with them counted, their own sleeps and calls 0.74 s (sixty-seventh session). Here the probe's own time is
-    two tries that agree, each a sleep of twice the 2 ms host time and 0.5 ms, then the 2 ms call."""
-    quick = _queueing(stream, 2.0, 2.0)
+    one call that waits for its work (2 ms to queue, 2 ms on the GPU), then two tries that agree, each a sleep of
+    twice that call's 4 ms and 0.5 ms, then the call's 2 ms on the GPU (it is queued while the sleep runs)."""
+
+    def waits():
+        stream.host_ms += 2.0
+        stream.queue(2.0)
+        stream.synchronize()
+
     sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
-    for _ in range(samplers.WAIT_PROBE_TRUSTED_CALLS):
-        sampler.leads.add("candidate", host_ms=2.0, gpu_ms=2.0)
+    for _ in range(3):
+        sampler.leads.add("candidate", host_ms=4.0, gpu_ms=4.0)
     stream.queue(100.0)  # the batches ahead
     began = stream.host_ms
-    sampler._probe_due([quick], ["candidate"])
-    assert sampler.leads.waits == {"candidate": False}
+    sampler._probe_due([waits], ["candidate"])
+    assert sampler.leads.waits == {"candidate": True}
     assert stream.host_ms - began >= 100.0
-    assert sampler.probe_s == pytest.approx(2 * ((2 * 2.0 + 0.5) + 2.0) / 1000.0, rel=0.05)
+    assert sampler.probe_s == pytest.approx((4.0 + 2 * ((2 * 4.0 + 0.5) + 2.0)) / 1000.0, rel=0.05)
 
 
 @pytest.mark.parametrize("waits", [False, True])
@@ -311,6 +328,36 @@ def test_a_lone_slow_first_call_does_not_size_the_probe(stream, monkeypatch, wai
     assert timing.wait_probes_s["in_turn"] == pytest.approx(2 * per_side_ms / 1000.0, rel=0.05)
 
 
+def test_a_history_held_back_by_a_full_launch_queue_is_settled_by_one_call_and_leads_by_its_pace(stream):
+    """topk_logits_llama3's kind on the H100 (sixty-eighth session): the host queues a call in 0.2 ms, the GPU runs it
+    in 3 ms. With the launch queue full (here twelve pieces of work: four samples of three), a call returns only as the
+    GPU frees room, so past a batch's first samples both sides' host history holds the GPU's pace and they look due for
+    a probe, and would be led by their whole GPU time. The probe's one call on the empty queue returns in 0.2 ms:
+    settled with no try, and the leads go by three times that call (0.6 ms), not 3 ms. Every sample still takes its
+    3 ms."""
+    call = _queueing(stream, 0.2, 3.0)
+    stream.launch_slots = 12
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    calls = {"reference": call, "candidate": call}
+    _interleaved(sampler, calls, 1)
+    assert all(sampler.leads.host_ms(side) >= 2.4 and sampler.leads.to_probe(side) for side in calls)
+    paced, waiting, led = _interleaved(sampler, calls, 2)
+    assert sampler.leads.waits == {"reference": False, "candidate": False}
+    for side in calls:
+        probed = sampler.probe_calls[side]
+        assert probed["tries"] == 0 and probed["host_ms"] == pytest.approx(0.2) and probed["history_host_ms"] >= 2.4
+        assert sampler.leads.paces[side] == pytest.approx(0.2)
+        assert sampler.leads.lead_ms(side) == pytest.approx(0.6)
+    assert sampler.probe_s == pytest.approx(2 * 3.2 / 1000.0, rel=0.01)  # two calls, each waited for
+    # The last batch started on an empty queue (the one before was waited for): its first sample led by 0.6 ms.
+    handle = sampler.launch([call] * 4, ["reference", "candidate"] * 2)
+    sampler.close(handle)
+    times, _ = sampler.times(handle)
+    positions, slept_ms = sampler.led(handle)
+    assert positions == [0] and slept_ms == pytest.approx(0.6, rel=1e-3)
+    assert times == pytest.approx([3.0] * 4) and paced + waiting == pytest.approx([3.0] * 20)
+
+
 def test_a_launch_bound_side_does_not_wait_and_stays_led(stream):
     """A side whose host takes 1.8 ms to queue ten 0.1 ms kernels (a block of small launches) holds the host about as
     long as its GPU work on an empty queue, as a waiting one does, so it is probed; behind the probe's sleep it returns
@@ -333,11 +380,15 @@ def test_a_launch_bound_side_does_not_wait_and_stays_led(stream):
 
 
 def test_the_probe_takes_its_tries_again_where_its_sleeps_ran_short(stream):
-    """A side that queues 2 ms in 1.6 ms of host time and does not wait. Its probe's sleeps asked at a rate read at
-    345 MHz run 5.7 times shorter at 1,980: the host outlasts them, and it would look as if it waited; the events give
-    the rate they ran at, the tries are taken again at it, and the side is found not to wait."""
+    """A side that queues ten 0.2 ms kernels in 1.8 ms of host time (launch-bound: the probe's own first call does
+    not settle it) and does not wait. Its probe's sleeps asked at a rate read at 345 MHz run 5.7 times shorter at
+    1,980: the host outlasts them, and it would look as if it waited; the events give the rate they ran at, the tries
+    are taken again at it, and the side is found not to wait."""
 
-    quick = _queueing(stream, 1.6, 2.0)
+    def quick():
+        for _ in range(10):
+            stream.host_ms += 0.18
+            stream.queue(0.2)
 
     stream.cycles_per_ms = 0.345e6
     sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
@@ -348,27 +399,29 @@ def test_the_probe_takes_its_tries_again_where_its_sleeps_ran_short(stream):
     assert sampler._cycles_per_ms == pytest.approx(1.98e6)
 
 
-@pytest.mark.parametrize("waiting_tries, calls, waits", [((0, 1, 2), 2, True), ((), 2, False), ((0,), 3, False)])
-def test_the_probe_ends_once_its_tries_hold_a_majority(stream, waiting_tries, calls, waits):
+@pytest.mark.parametrize("waiting_tries, tries, waits", [((0, 1, 2), 2, True), ((), 2, False), ((0,), 3, False)])
+def test_the_probe_ends_once_its_tries_hold_a_majority(stream, waiting_tries, tries, waits):
     """Two tries that agree are a majority of three whatever the third would say: the probe stops there (a third of its
-    sleeps and calls saved, most of all where it runs in a turn or a hand-over); two that differ take the third. A call
-    waits for the device in the tries listed (from 0), as batched_solve's does in all of them; a side that queues its
-    work and returns in none."""
-    count = [0]
+    sleeps and calls saved, most of all where it runs in a turn or a hand-over); two that differ take the third. The
+    side queues ten 0.1 ms kernels in 1.8 ms (launch-bound: its probe's own first call does not settle it) and waits
+    for the device in the tries listed (from 0), as batched_solve's does in all of them; a side that queues its work
+    and returns in none."""
+    count = [-1]  # the probe's own first call is -1
 
     def call():
-        stream.host_ms += 1.0
-        stream.queue(2.0)
+        for _ in range(10):
+            stream.host_ms += 0.18
+            stream.queue(0.1)
         if count[0] in waiting_tries:
             stream.synchronize()
         count[0] += 1
 
     sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
-    for _ in range(samplers.WAIT_PROBE_TRUSTED_CALLS):  # a history the probe trusts: no call of its own first
-        sampler.leads.add("candidate", host_ms=2.0, gpu_ms=2.0)
+    for _ in range(3):
+        sampler.leads.add("candidate", host_ms=1.8, gpu_ms=1.9)
     assert sampler.leads.to_probe("candidate")
     assert sampler._probe_waits(call, "candidate") is waits
-    assert count[0] == calls
+    assert count[0] == tries and sampler.probe_calls["candidate"]["tries"] == tries
 
 
 def test_a_sample_behind_less_work_than_its_host_takes_to_queue_is_led_by_the_difference(stream):

@@ -215,9 +215,10 @@ class Timing:
     # waited for first and left out (before the sixty-seventh session they were in); None where the sampler does not
     # lead.
     wait_probes_s: dict | None = None
-    # Per side probed, what its probe went on: the host time that sized its sleeps (ms), the GPU time of the one call
-    # timed first where the side's history was too short to trust (else None: ``samplers.WAIT_PROBE_TRUSTED_CALLS``),
-    # and its tries (0 where that call settled it: its host well ahead of its GPU work).
+    # Per side probed, what its probe went on: its host history's median (ms), then the host and GPU times of the one
+    # call it timed on an empty queue (ms; that call's host time sized the sleeps), and its tries (0 where that call
+    # settled it: its host well ahead of its GPU work). Before the sixty-eighth session the one call was timed only
+    # where the history held fewer than three calls (``gpu_ms`` None otherwise, and ``history_host_ms`` absent).
     wait_probe_calls: dict | None = None
 
 

@@ -16,6 +16,14 @@ LEAD_MAX_MS = 5.0
 LEAD_HISTORY = 64
 # A side is probed for a wait inside its calls where its host time is this share of its GPU time or more.
 WAIT_PROBE_HOST_SHARE = 0.75
+# A side whose probe timed its host's pace on an empty queue (``QueueLead.paces``) is led by at most this many times
+# that call's host time, whatever its history says. The history of a side whose host is well ahead of its GPU work
+# holds, past the first samples of a batch, the GPU's pace: a call queued behind a full launch queue returns only as
+# the GPU frees room (topk_logits_llama3 on the H100: 0.18 ms on an empty queue, 3.09 ms once about forty samples are
+# queued ahead; BENCHMARKS.md, sixty-eighth session), and a lead of that much sleeps where none is needed. Three times:
+# the first call after a synchronisation took up to 2.3 times the empty queue's median on the H100 (same session, five
+# tasks: attention_sliding_window_mistral_bf16 1.14 ms for 0.49), the calls after it within 10% of it.
+PACED_LEAD_MARGIN = 3.0
 
 
 class QueueLead:
@@ -58,6 +66,9 @@ class QueueLead:
         # Per side probed (``CudaSampler``'s wait probe): whether its calls wait for the device inside; such a side is
         # not led.
         self.waits: dict[str, bool] = {}
+        # Per side the probe settled with one call on an empty queue: that call's host time (ms), its host's own pace,
+        # where its history may hold the GPU's (calls that found the launch queue full).
+        self.paces: dict[str, float] = {}
 
     def add(self, label: str | None, host_ms: float | None = None, gpu_ms: float | None = None) -> None:
         """One call of ``label``'s side: its host time (from before the call to its return) or its GPU time."""
@@ -89,16 +100,15 @@ class QueueLead:
         one."""
         return self._median(self._host, self._host_median, label)
 
-    def host_calls(self, label: str | None) -> int:
-        """How many calls of ``label``'s side its host history holds (at most ``LEAD_HISTORY``)."""
-        return len(self._host.get(label) or ())
-
     def lead_ms(self, label: str | None) -> float:
         """The work a sample of ``label``'s side needs queued ahead of it, ms; 0.0 where it has no history of both
-        kinds, or its calls wait for the device inside (``waits``)."""
+        kinds, or its calls wait for the device inside (``waits``). Where the probe timed the side's pace on an empty
+        queue (``paces``), at most ``PACED_LEAD_MARGIN`` times that."""
         if not self._known(label) or self.waits.get(label):
             return 0.0
-        return min(self.host_ms(label), self.gpu_ms(label), LEAD_MAX_MS)
+        pace_ms = self.paces.get(label)
+        host_ms = self.host_ms(label) if pace_ms is None else min(self.host_ms(label), PACED_LEAD_MARGIN * pace_ms)
+        return min(host_ms, self.gpu_ms(label), LEAD_MAX_MS)
 
     def to_probe(self, label: str | None) -> bool:
         """Whether ``label``'s side is yet to be probed for a wait inside its calls: it has both histories, and its

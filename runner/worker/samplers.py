@@ -135,14 +135,8 @@ LEAD_MIN_MS = 0.01
 # The probe's tries (``CudaSampler._probe_waits``), and the share of its sleep after which a call that returns waited.
 WAIT_PROBES = 3
 WAIT_PROBE_SHARE = 0.75
-# The probe's sleep is twice the side's host time and this much more, ms.
+# The probe's sleep is twice the host time of its own call on the empty queue and this much more, ms.
 WAIT_PROBE_MARGIN_MS = 0.5
-# A side's host history of fewer calls than this is not trusted to size a probe's sleep: the probe times one call of
-# its own first (``CudaSampler._probe_waits``). A warm-up of one round leaves one call a side, the first at its shape,
-# run beside another measurement's checks: on the H100 it had attention_sliding_window_mistral_bf16's reference probed
-# (0.5 ms of host for 10 ms of GPU work, settled by that one call) and sized inv_3x3_gaussian_covariance_fp32's probes
-# at 0.15 s where that call's host time gives 0.10 (BENCHMARKS.md, sixty-seventh session).
-WAIT_PROBE_TRUSTED_CALLS = 3
 # The GPU sleep the lead's rate is read from (``torch.cuda._sleep`` counts SM clock cycles): about 1 ms.
 LEAD_CALIBRATION_CYCLES = 2_000_000
 
@@ -215,7 +209,7 @@ class CudaSampler:
 
     def _probe_waits(self, fn, label: str) -> bool:
         """Whether ``fn`` (a call of ``label``'s side) waits for the device inside: queued behind a GPU sleep of twice
-        its side's host time and ``WAIT_PROBE_MARGIN_MS`` more, a call that waits returns only once the sleep is over,
+        its host time (one call's, below) and ``WAIT_PROBE_MARGIN_MS`` more, a call that waits returns only once the sleep is over,
         one that does not returns in its host time. ``WAIT_PROBES`` tries, each sleep timed by events (a sleep counts
         SM cycles, and the clock may have moved since their rate was read: a round whose sleeps ran shorter than
         asked is taken again at the rate they ran at); it waits where most returned after ``WAIT_PROBE_SHARE`` of
@@ -223,19 +217,27 @@ class CudaSampler:
         agree, of three): the third try's sleep and call, a third of the probe, where they would change nothing. The
         queue is emptied first and after, outside every sample.
 
-        Where the side's host history holds fewer than ``WAIT_PROBE_TRUSTED_CALLS`` calls (a warm-up of one round: its
-        first call at this shape, which may have loaded kernels or run beside another process's work), one call on the
-        empty queue comes first (``_one_call``): where its host time is under ``WAIT_PROBE_HOST_SHARE`` of its GPU time
-        the side cannot be waiting (the rule that left it unprobed otherwise) and no try is taken; else its host time
-        sizes the tries' sleeps. What the probe went on is in ``probe_calls``."""
+        One call on the empty queue comes first (``_one_call``), because the side's host history may not be its host's
+        pace: a call queued behind a full launch queue returns only as the GPU frees room, at the GPU's pace. On the
+        H100, topk_logits_llama3 queues a call in 0.18 ms on an empty queue and in 3.09 ms (its GPU time, 3.15) once
+        about forty samples are queued ahead, as the timing loop keeps them; four other tasks alike (BENCHMARKS.md,
+        sixty-eighth session). So a side well ahead of its GPU work looked due, and most probes' tries were spent on
+        such sides. Where that call's host time is under ``WAIT_PROBE_HOST_SHARE`` of its GPU time the side cannot be
+        waiting (the rule that leaves a side unprobed) and no try is taken: its leads go by that call's host time
+        (``QueueLead.paces``) instead of the history's; else that call's host time sizes the tries' sleeps. What the
+        probe went on is in ``probe_calls``."""
         torch.cuda.synchronize(self.device)
-        record = self.probe_calls[label] = {"host_ms": round(self.leads.host_ms(label), 6), "gpu_ms": None, "tries": 0}
-        if self.leads.host_calls(label) < WAIT_PROBE_TRUSTED_CALLS:
-            host_ms, gpu_ms = self._one_call(fn)
-            record.update(host_ms=round(host_ms, 6), gpu_ms=round(gpu_ms, 6))
-            if host_ms < WAIT_PROBE_HOST_SHARE * gpu_ms:
-                return False  # its host well ahead of its GPU work: it cannot be waiting for it (``to_probe``)
-        want_ms = 2 * record["host_ms"] + WAIT_PROBE_MARGIN_MS
+        host_ms, gpu_ms = self._one_call(fn)
+        record = self.probe_calls[label] = {
+            "history_host_ms": round(self.leads.host_ms(label), 6),
+            "host_ms": round(host_ms, 6),
+            "gpu_ms": round(gpu_ms, 6),
+            "tries": 0,
+        }
+        if host_ms < WAIT_PROBE_HOST_SHARE * gpu_ms:
+            self.leads.paces[label] = host_ms
+            return False  # its host well ahead of its GPU work: it cannot be waiting for it (``to_probe``)
+        want_ms = 2 * host_ms + WAIT_PROBE_MARGIN_MS
         for _ in range(2):
             cycles = max(1, int(want_ms * self._cycles_per_ms))
             tries = []
