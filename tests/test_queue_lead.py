@@ -252,8 +252,8 @@ def test_the_wait_probes_time_is_on_record_before_the_turn_or_in_it(stream, monk
     assert len(probed_at) == 2 and (min(probed_at) >= turned_at[0]) is in_turn
     assert (max(probed_at) < turned_at[0]) is not in_turn
     assert timing.waits_for_device == {"reference": True, "candidate": True}
-    # The host's time in the probes (the simulated clock), per side: one call on the empty queue, then two tries that agree, each a sleep of twice that call's host time (a
-    # call waits its own GPU time) and 0.5 ms, then the call.
+    # The host's time in the probes (the simulated clock), per side: one call on the empty queue, then two tries that
+    # agree, each a sleep of twice that call's host time (a call waits its own GPU time) and 0.5 ms, then the call.
     probes_s = 2 * (call_ms + 2 * ((2 * call_ms + 0.5) + call_ms)) / 1000.0
     where, elsewhere = ("in_turn", "before_turn") if in_turn else ("before_turn", "in_turn")
     assert timing.wait_probes_s[where] == pytest.approx(probes_s, rel=0.05) and timing.wait_probes_s[elsewhere] == 0.0

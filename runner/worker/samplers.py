@@ -209,13 +209,13 @@ class CudaSampler:
 
     def _probe_waits(self, fn, label: str) -> bool:
         """Whether ``fn`` (a call of ``label``'s side) waits for the device inside: queued behind a GPU sleep of twice
-        its host time (one call's, below) and ``WAIT_PROBE_MARGIN_MS`` more, a call that waits returns only once the sleep is over,
-        one that does not returns in its host time. ``WAIT_PROBES`` tries, each sleep timed by events (a sleep counts
-        SM cycles, and the clock may have moved since their rate was read: a round whose sleeps ran shorter than
-        asked is taken again at the rate they ran at); it waits where most returned after ``WAIT_PROBE_SHARE`` of
-        their sleep. A round ends as soon as its tries so far hold that majority whatever the rest would say (two that
-        agree, of three): the third try's sleep and call, a third of the probe, where they would change nothing. The
-        queue is emptied first and after, outside every sample.
+        its host time (one call's, below) and ``WAIT_PROBE_MARGIN_MS`` more, a call that waits returns only once the
+        sleep is over, one that does not returns in its host time. ``WAIT_PROBES`` tries, each sleep timed by events (a
+        sleep counts SM cycles, and the clock may have moved since their rate was read: a round whose sleeps ran
+        shorter than asked is taken again at the rate they ran at); it waits where most returned after
+        ``WAIT_PROBE_SHARE`` of their sleep. A round ends as soon as its tries so far hold that majority whatever the
+        rest would say (two that agree, of three): the third try's sleep and call, a third of the probe, where they
+        would change nothing. The queue is emptied first and after, outside every sample.
 
         One call on the empty queue comes first (``_one_call``), because the side's host history may not be its host's
         pace: a call queued behind a full launch queue returns only as the GPU frees room, at the GPU's pace. On the
