@@ -120,12 +120,14 @@ def _calls(stream: _SimulatedStream):
     return {"candidate": host_paced, "reference": waits_for_the_device}
 
 
-def _queueing(stream: _SimulatedStream, host_ms: float, gpu_ms: float):
-    """A call that takes the host ``host_ms`` to queue ``gpu_ms`` of GPU work (a new closure each time)."""
+def _queueing(stream: _SimulatedStream, host_ms: float, gpu_ms: float, launches: int = 1):
+    """A call that takes the host ``host_ms`` to queue ``gpu_ms`` of GPU work, in ``launches`` equal launches, each
+    queued once its share of the host time is spent (a new closure each time)."""
 
     def call():
-        stream.host_ms += host_ms
-        stream.queue(gpu_ms)
+        for _ in range(launches):
+            stream.host_ms += host_ms / launches
+            stream.queue(gpu_ms / launches)
 
     return call
 
@@ -364,11 +366,7 @@ def test_a_launch_bound_side_does_not_wait_and_stays_led(stream):
     before the sleep ends, so it does not wait and is still led: behind its lead its samples take their GPU time, 1 ms,
     not the host's 1.8."""
 
-    def launch_bound():
-        for _ in range(10):
-            stream.host_ms += 0.18
-            stream.queue(0.1)
-
+    launch_bound = _queueing(stream, 1.8, 1.0, launches=10)
     calls = {"reference": launch_bound, "candidate": launch_bound}
     sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
     unled, _, _ = _interleaved(sampler, calls, 1)
@@ -385,11 +383,7 @@ def test_the_probe_takes_its_tries_again_where_its_sleeps_ran_short(stream):
     1,980: the host outlasts them, and it would look as if it waited; the events give the rate they ran at, the tries
     are taken again at it, and the side is found not to wait."""
 
-    def quick():
-        for _ in range(10):
-            stream.host_ms += 0.18
-            stream.queue(0.2)
-
+    quick = _queueing(stream, 1.8, 2.0, launches=10)
     stream.cycles_per_ms = 0.345e6
     sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
     stream.cycles_per_ms = 1.98e6
@@ -407,11 +401,10 @@ def test_the_probe_ends_once_its_tries_hold_a_majority(stream, waiting_tries, tr
     for the device in the tries listed (from 0), as batched_solve's does in all of them; a side that queues its work
     and returns in none."""
     count = [-1]  # the probe's own first call is -1
+    launch_bound = _queueing(stream, 1.8, 1.0, launches=10)
 
     def call():
-        for _ in range(10):
-            stream.host_ms += 0.18
-            stream.queue(0.1)
+        launch_bound()
         if count[0] in waiting_tries:
             stream.synchronize()
         count[0] += 1
