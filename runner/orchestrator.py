@@ -203,6 +203,7 @@ class Orchestrator:
                 "waited_for": gate.waited_for,
                 "problems": gate.problems,
                 "others_running": gate.others_running,
+                "ended_while_read": gate.ended,
             }
         result.environment["sandbox"] = {
             "exit_code": outcome.exit_code,

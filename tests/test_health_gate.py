@@ -98,7 +98,34 @@ def test_the_runs_own_processes_are_not_foreign(monkeypatch, child_and_grandchil
     child, grandchild = child_and_grandchild
     outsider = os.getppid()
     readings_double(monkeypatch, {"compute_processes": [child, grandchild, outsider]})
-    gate = nvml.health_gate(0, 85, own_pids=set(), cooldown_limit_s=0)
-    assert gate.problems == [f"foreign compute processes [{outsider}]"]
+    gate = nvml.health_gate(0, 85, own_pids=set(), cooldown_limit_s=0, ending_grace_s=0.2)
+    assert gate.problems == [f"foreign compute processes [{outsider}]"] and gate.ended == []
     assert nvml.descends_from_this_process(grandchild) and not nvml.descends_from_this_process(outsider)
     assert not nvml.descends_from_this_process(2**22 + 12345)  # no such process
+
+
+def test_a_process_that_leaves_nvmls_list_within_the_grace_was_ending_not_a_tenant(monkeypatch):
+    """A worker of the run that has ended and been reaped is no one's descendant any more, but NVML lists it while
+    its context is torn down: the gate reads again, and a process that leaves the list is recorded as ended, not
+    foreign. One that stays listed through the grace is a tenant. (On the H100 two gates of a cold torch_compile
+    pass flagged three of the run's own workers so, and ``on_unhealthy=fail`` would have stopped the run.)"""
+    ended = subprocess.Popen(["true"])
+    ended.wait()  # reaped: /proc has no entry for it
+    assert not nvml.descends_from_this_process(ended.pid)
+    tenant = os.getppid()
+    readings_double(
+        monkeypatch,
+        {"compute_processes": [ended.pid, tenant]},
+        {"compute_processes": [ended.pid, tenant]},
+        {"compute_processes": [tenant]},
+    )
+    started = time.monotonic()
+    gate = nvml.health_gate(0, 85, own_pids=set(), cooldown_limit_s=0, ending_grace_s=0.5)
+    assert time.monotonic() - started >= 0.5  # the tenant was given the whole grace
+    assert gate.problems == [f"foreign compute processes [{tenant}]"] and not gate.ok
+    assert gate.ended == [ended.pid]
+    readings_double(monkeypatch, {"compute_processes": [ended.pid]}, {"compute_processes": []})
+    started = time.monotonic()
+    gate = nvml.health_gate(0, 85, own_pids=set(), cooldown_limit_s=0, ending_grace_s=5.0)
+    assert gate.ok and gate.problems == [] and gate.ended == [ended.pid]
+    assert time.monotonic() - started < 1.0  # back as soon as it left, not after the grace
