@@ -167,7 +167,7 @@ def health_gate(
     torch_compile pass so flagged two gates out of 222, with three of its own workers then ending
     (BENCHMARKS.md, sixty-ninth session). A tenant stays listed, and costs the gate the grace.
 
-    With ``others_running`` of the run's own evaluations on the GPU, one reading and no wait: their
+    With ``others_running`` of the run's own evaluations on the GPU, its state read once, no cooldown: their
     work keeps the GPU as hot and power-capped as it is (a measurement of a matmul chain draws the
     power limit), so waiting would only idle this evaluation's slot, and on the H100 it held eight
     slots up to 10 s each (BENCHMARKS.md, fifteenth session). A throttle reason is then no problem
