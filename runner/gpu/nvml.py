@@ -162,7 +162,7 @@ def health_gate(
     processes are recorded, not waited for: another tenant does not leave on its own schedule.
     Processes of this run (``own_pids``, and any process descended from this one: a worker the
     executor is still handing its job, or one tearing its context down) are not foreign. Nor is one
-    that leaves NVML's list within ``ending_grace_s``: a process that has ended (reaped, so ``/proc``
+    that leaves NVML's list within ``ending_grace_s``: a process ending (reaped, or left without its parent, so ``/proc``
     no longer tells whose it was) while its context is torn down, ours as a rule. On the H100 a cold
     torch_compile pass so flagged two gates out of 222, with three of its own workers then ending
     (BENCHMARKS.md, sixty-ninth session). A tenant stays listed, and costs the gate the grace.
