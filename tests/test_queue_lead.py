@@ -417,6 +417,40 @@ def test_the_probe_ends_once_its_tries_hold_a_majority(stream, waiting_tries, tr
     assert count[0] == tries and sampler.probe_calls["candidate"]["tries"] == tries
 
 
+@pytest.mark.parametrize("waits", [True, False])
+def test_a_call_under_its_gpu_time_on_the_host_is_still_tried_for_a_wait_partway(stream, waits):
+    """torch_compile's batched_solve_small_fp32 (seventieth session, on the H100) factors on the GPU, waits to check the
+    factors on the host, then queues the solves and returns while they run. Here 4 ms of factoring queued in 0.1 ms,
+    waited for, then 1.5 ms of solves queued in 0.1 ms: the probe's own call on the empty queue takes the host 4.2 ms
+    of the GPU's 5.7 (0.74 of it; 4.04 of 5.44 in the H100's cold pass). That share once settled the side as not
+    waiting, with no try, and it was led by 3.5 ms in one pass and found waiting in the next (0.85 there): its speedup
+    moved 3.09%. Now only a call whose host is under a quarter of its GPU time is settled by it: this side is tried,
+    behind each sleep it returns only once the sleep and the factoring are done, and it is found waiting and not led.
+    A side that queues 5 ms of work in 3 ms and returns is tried too, found not waiting, and leads by that call's pace."""
+    if waits:
+
+        def call():
+            _queueing(stream, 0.1, 4.0)()
+            stream.synchronize()  # the factors checked on the host
+            _queueing(stream, 0.1, 1.5)()
+
+    else:
+        call = _queueing(stream, 3.0, 5.0)
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    for _ in range(3):
+        sampler.leads.add("candidate", host_ms=6.3, gpu_ms=5.4)
+    assert sampler.leads.to_probe("candidate")
+    assert sampler._probe_waits(call, "candidate") is waits
+    sampler.leads.waits["candidate"] = waits
+    probed = sampler.probe_calls["candidate"]
+    host_ms, gpu_ms = (4.2, 5.7) if waits else (3.0, 8.0)  # its GPU time from before the call: 3 ms, then 5
+    assert probed["host_ms"] == pytest.approx(host_ms) and probed["gpu_ms"] == pytest.approx(gpu_ms)
+    assert samplers.WAIT_PROBE_CALL_SHARE * gpu_ms < host_ms < queue_lead.WAIT_PROBE_HOST_SHARE * gpu_ms
+    assert probed["tries"] == 2
+    assert sampler.leads.paces["candidate"] == pytest.approx(host_ms)
+    assert sampler.leads.lead_ms("candidate") == (0.0 if waits else pytest.approx(5.0))
+
+
 def test_a_sample_behind_less_work_than_its_host_takes_to_queue_is_led_by_the_difference(stream):
     """sort_moe_expert_ids_stable_int32 in a cold torch_compile pass (fifty-ninth session): both sides 0.23 ms on the
     GPU, the candidate's host slowed by the compiles beside (here 0.4 ms to queue it, the reference 0.1 ms). Neither

@@ -137,6 +137,16 @@ WAIT_PROBES = 3
 WAIT_PROBE_SHARE = 0.75
 # The probe's sleep is twice the host time of its own call on the empty queue and this much more, ms.
 WAIT_PROBE_MARGIN_MS = 0.5
+# The probe's own call on the empty queue settles a side with no try only where it took the host under this share of
+# its GPU time (topk_logits_llama3 on the H100: 0.18 ms for 3.15, sixty-eighth session). A call that waits partway
+# returns while the work queued after its wait still runs, so its host time can fall well under its GPU time:
+# torch_compile's batched_solve_small_fp32 factors on the GPU, waits to check the factors on the host, then queues the
+# solves. Its call took the host 4.04 ms of 5.44 (0.74) in the H100's cold pass, settled as not waiting and led by 3.5
+# ms, and 7.56 of 8.94 (0.85) in the warm pass, tried and found waiting, not led: the speedup moved 3.09% between the
+# two passes (BENCHMARKS.md, seventieth session). Between this share and ``WAIT_PROBE_HOST_SHARE`` the tries decide,
+# and a side found not waiting leads by that call's host time as before; on that session's passes about 20-50 sides a
+# pass lie between, their tries about 0.15-0.5 s of a pass (from their calls' times).
+WAIT_PROBE_CALL_SHARE = 0.25
 # The GPU sleep the lead's rate is read from (``torch.cuda._sleep`` counts SM clock cycles): about 1 ms.
 LEAD_CALIBRATION_CYCLES = 2_000_000
 
@@ -222,10 +232,11 @@ class CudaSampler:
         H100, topk_logits_llama3 queues a call in 0.18 ms on an empty queue and in 3.09 ms (its GPU time, 3.15) once
         about forty samples are queued ahead, as the timing loop keeps them; four other tasks alike (BENCHMARKS.md,
         sixty-eighth session). So a side well ahead of its GPU work looked due, and most probes' tries were spent on
-        such sides. Where that call's host time is under ``WAIT_PROBE_HOST_SHARE`` of its GPU time the side cannot be
-        waiting (the rule that leaves a side unprobed) and no try is taken: its leads go by that call's host time
-        (``QueueLead.paces``) instead of the history's; else that call's host time sizes the tries' sleeps. What the
-        probe went on is in ``probe_calls``."""
+        such sides. Where that call's host time is under ``WAIT_PROBE_HOST_SHARE`` of its GPU time, the side's leads go
+        by it (``QueueLead.paces``) instead of the history's; under ``WAIT_PROBE_CALL_SHARE`` the side cannot be
+        waiting and no try is taken, while between the two a call that waits partway (and returns while the work queued
+        after its wait runs) is still tried. That call's host time sizes the tries' sleeps. What the probe went on is
+        in ``probe_calls``."""
         torch.cuda.synchronize(self.device)
         host_ms, gpu_ms = self._one_call(fn)
         record = self.probe_calls[label] = {
@@ -235,8 +246,9 @@ class CudaSampler:
             "tries": 0,
         }
         if host_ms < WAIT_PROBE_HOST_SHARE * gpu_ms:
-            self.leads.paces[label] = host_ms
-            return False  # its host well ahead of its GPU work: it cannot be waiting for it (``to_probe``)
+            self.leads.paces[label] = host_ms  # its host's own pace; where the tries find a wait, it is not led at all
+            if host_ms < WAIT_PROBE_CALL_SHARE * gpu_ms:
+                return False  # its host far ahead of its GPU work: it cannot be waiting for it
         want_ms = 2 * host_ms + WAIT_PROBE_MARGIN_MS
         for _ in range(2):
             cycles = max(1, int(want_ms * self._cycles_per_ms))
