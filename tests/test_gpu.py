@@ -1348,3 +1348,32 @@ def test_a_sample_after_a_call_that_waits_for_the_device_is_led_so_the_hosts_pac
     assert counts["candidate"] >= 20 and counts["reference"] == 0 and any(positions)
     # Each led sample slept about its side's lead, ~1 ms.
     assert 0.5 * counts["candidate"] < sum(slept) < 2 * counts["candidate"], (sum(slept), counts)
+
+
+def test_a_call_that_waits_partway_is_found_waiting_and_not_led():
+    """A call that queues 2 ms of GPU work, waits for it, then queues 3 ms more and returns (torch_compile's
+    batched_solve_small_fp32 factors, checks the factors on the host, then queues the solves: BENCHMARKS.md, seventieth
+    session). On the empty queue its host takes about 2 ms of its 5 ms on the GPU, under the three quarters that once
+    settled a side as not waiting with no try; the probe tries it, finds it waiting behind each sleep, and neither side
+    is led."""
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.protocol import TimingSettings
+    from runner.worker.samplers import WAIT_PROBE_CALL_SHARE, _sleep_cycles_per_ms
+
+    cycles_per_ms = _sleep_cycles_per_ms()
+
+    def waits_partway():
+        torch.cuda._sleep(int(2 * cycles_per_ms))
+        torch.cuda.synchronize()  # the factors checked on the host
+        torch.cuda._sleep(int(3 * cycles_per_ms))
+
+    settings = TimingSettings(min_samples=40, max_samples=40, batch=10, warmup_ms=0.0, target_noise=0.0)
+    timing, _ = timing_module.measure_pair(waits_partway, waits_partway, torch.device("cuda"), settings, "perf", 5)
+    assert timing.waits_for_device == {"reference": True, "candidate": True}, timing.wait_probe_calls
+    for side, call in timing.wait_probe_calls.items():
+        assert WAIT_PROBE_CALL_SHARE < call["host_ms"] / call["gpu_ms"] < 0.75, (side, call)
+        assert call["tries"] >= 2, (side, call)
+    assert not any((timing.led_samples or {}).values()), timing.led_samples
+    assert 4.6 < timing.reference.median_ms < 5.8 and 4.6 < timing.candidate.median_ms < 5.8, timing
