@@ -440,8 +440,8 @@ def test_a_call_under_its_gpu_time_on_the_host_is_still_tried_for_a_wait_partway
     for _ in range(3):
         sampler.leads.add("candidate", host_ms=6.3, gpu_ms=5.4)
     assert sampler.leads.to_probe("candidate")
-    assert sampler._probe_waits(call, "candidate") is waits
-    sampler.leads.waits["candidate"] = waits
+    sampler._probe_due([call], ["candidate"])
+    assert sampler.leads.waits == {"candidate": waits}
     probed = sampler.probe_calls["candidate"]
     host_ms, gpu_ms = (4.2, 5.7) if waits else (3.0, 8.0)  # its GPU time from before the call: 3 ms, then 5
     assert probed["host_ms"] == pytest.approx(host_ms) and probed["gpu_ms"] == pytest.approx(gpu_ms)
