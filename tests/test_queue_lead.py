@@ -162,8 +162,9 @@ def test_after_a_call_that_waits_for_the_device_a_led_sample_takes_its_gpu_time_
     assert paced[5:] == pytest.approx([2.0] * 10) and waiting == pytest.approx([2.0] * 15)
     assert led[1] == [1, 3, 5, 7, 9]  # every candidate sample, each after a waiting call
     assert sampler.leads.lead_ms("candidate") == pytest.approx(1.0)
-    # The waiting side's host time (2 ms) covers its GPU time: probed, it waits, and it is not led.
-    assert sampler.leads.waits == {"reference": True} and sampler.leads.lead_ms("reference") == 0.0
+    # The waiting side's host time (2 ms) covers its GPU time: probed, it waits, and it is not led. The host-paced
+    # side's (1 ms) is half its GPU time: probed too, it does not wait, and it leads by its host time.
+    assert sampler.leads.waits == {"reference": True, "candidate": False} and sampler.leads.lead_ms("reference") == 0.0
 
 
 def test_a_run_of_one_sides_samples_is_not_led_after_its_first(stream):
@@ -187,8 +188,8 @@ def test_the_sleeps_rate_is_read_again_from_every_batchs_leads(stream):
     calls = _calls(stream)
     stream.cycles_per_ms = 0.495e6
     sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
-    _interleaved(sampler, calls, 2)  # the history, then the probe (the reference waits) and leads at this clock
-    assert sampler.leads.waits == {"reference": True}
+    _interleaved(sampler, calls, 2)  # the history, then the probes (the reference waits) and leads at this clock
+    assert sampler.leads.waits == {"reference": True, "candidate": False}
     stream.cycles_per_ms = 1.98e6
     order = ["reference", "candidate"] * 5
     handle = sampler.launch([calls[side] for side in order], order)
@@ -445,10 +446,29 @@ def test_a_call_under_its_gpu_time_on_the_host_is_still_tried_for_a_wait_partway
     probed = sampler.probe_calls["candidate"]
     host_ms, gpu_ms = (4.2, 5.7) if waits else (3.0, 8.0)  # its GPU time from before the call: 3 ms, then 5
     assert probed["host_ms"] == pytest.approx(host_ms) and probed["gpu_ms"] == pytest.approx(gpu_ms)
-    assert samplers.WAIT_PROBE_CALL_SHARE * gpu_ms < host_ms < queue_lead.WAIT_PROBE_HOST_SHARE * gpu_ms
+    assert queue_lead.WAIT_PROBE_CALL_SHARE * gpu_ms < host_ms < queue_lead.WAIT_PROBE_HOST_SHARE * gpu_ms
     assert probed["tries"] == 2
     assert sampler.leads.paces["candidate"] == pytest.approx(host_ms)
     assert sampler.leads.lead_ms("candidate") == (0.0 if waits else pytest.approx(5.0))
+
+
+def test_a_side_that_waits_partway_is_probed_before_its_first_led_sample(stream):
+    """The H100's run of tests/test_gpu.py's partway wait (seventy-first session), here on the simulated stream: both
+    sides queue 2 ms, wait for them, then queue 3 ms and return. The warm-up's one round called the reference first,
+    on an empty queue (2.1 ms of host for 5.1 on the GPU, 0.41), the candidate behind it (5.05 for 5.05). The history's
+    gate at three quarters let the reference be led by its 2.1 ms in the first measured batch, before any probe: 10
+    samples. With the gate at a quarter both sides are probed in that batch's launch, found waiting, and no sample is
+    led."""
+
+    def waits_partway():
+        _queueing(stream, 0.05, 2.0)()
+        stream.synchronize()  # the factors checked on the host
+        _queueing(stream, 0.05, 3.0)()
+
+    timing, _, _ = _measured_on_the_stream(stream, waits_partway, waits_partway, 5)
+    assert timing.waits_for_device == {"reference": True, "candidate": True}
+    assert timing.wait_probe_calls["reference"]["history_host_ms"] == pytest.approx(2.1)  # its warm-up call's
+    assert not any(timing.led_samples.values()), timing.led_samples
 
 
 def test_a_sample_behind_less_work_than_its_host_takes_to_queue_is_led_by_the_difference(stream):

@@ -14,7 +14,19 @@ import statistics
 LEAD_MAX_MS = 5.0
 # Each side's lead is the median of its last this many calls' host and GPU times.
 LEAD_HISTORY = 64
-# A side is probed for a wait inside its calls where its host time is this share of its GPU time or more.
+# A side is probed for a wait inside its calls where its host time is this share of its GPU time or more (``to_probe``,
+# from its history; ``CudaSampler._probe_waits``, from one call on an empty queue: under it the side is settled as not
+# waiting with no try). A call that waits partway returns while the work queued after its wait still runs, so its host
+# time can fall well under its GPU time: torch_compile's batched_solve_small_fp32 factors on the GPU, waits to check the
+# factors on the host, then queues the solves. Its call took the host 4.04 ms of 5.44 (0.74) in the H100's cold pass,
+# was settled as not waiting and led by 3.5 ms, and 7.56 of 8.94 (0.85) in the warm pass, tried and found waiting, not
+# led: the speedup moved 3.09% between the two passes (BENCHMARKS.md, seventieth session). With the probe's call at a
+# quarter and the history at three quarters, a side whose warm-up call ran on an empty queue (2 of 5 ms) was still led
+# by its history in its first batch, before the probe (tests/test_gpu.py on the H100, seventy-first session): both now
+# take a quarter. topk_logits_llama3's kind (0.18 ms of host for 3.15 on the GPU, sixty-eighth session) stays settled.
+WAIT_PROBE_CALL_SHARE = 0.25
+# Where the probe's call on the empty queue took the host under this share of its GPU time, the side's leads go by that
+# call's host time (``paces``), not by its history's.
 WAIT_PROBE_HOST_SHARE = 0.75
 # A side whose probe timed its host's pace on an empty queue (``QueueLead.paces``) is led by at most this many times
 # that call's host time, whatever its history says. The history of a side whose host is well ahead of its GPU work
@@ -112,11 +124,12 @@ class QueueLead:
 
     def to_probe(self, label: str | None) -> bool:
         """Whether ``label``'s side is yet to be probed for a wait inside its calls: it has both histories, and its
-        host time is ``WAIT_PROBE_HOST_SHARE`` of its GPU time or more (a call that waits for its own work holds the
-        host that long; a side whose host is well ahead of its GPU work cannot be waiting for it)."""
+        host time is ``WAIT_PROBE_CALL_SHARE`` of its GPU time or more (a call that waits for its work holds the host
+        until that work is done, and one that waits partway at least that long; a side whose host is far ahead of its
+        GPU work cannot be waiting for it)."""
         if label is None or label in self.waits or not self._known(label):
             return False
-        return self.host_ms(label) >= WAIT_PROBE_HOST_SHARE * self.gpu_ms(label)
+        return self.host_ms(label) >= WAIT_PROBE_CALL_SHARE * self.gpu_ms(label)
 
 
 class QueuedWork:

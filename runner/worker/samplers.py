@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from runner.worker.queue_lead import WAIT_PROBE_HOST_SHARE, QueuedWork, QueueLead
+from runner.worker.queue_lead import WAIT_PROBE_CALL_SHARE, WAIT_PROBE_HOST_SHARE, QueuedWork, QueueLead
 
 
 def warm_up(fns, sampler, warmup_ms: float, labels=None) -> float:
@@ -137,16 +137,6 @@ WAIT_PROBES = 3
 WAIT_PROBE_SHARE = 0.75
 # The probe's sleep is twice the host time of its own call on the empty queue and this much more, ms.
 WAIT_PROBE_MARGIN_MS = 0.5
-# The probe's own call on the empty queue settles a side with no try only where it took the host under this share of
-# its GPU time (topk_logits_llama3 on the H100: 0.18 ms for 3.15, sixty-eighth session). A call that waits partway
-# returns while the work queued after its wait still runs, so its host time can fall well under its GPU time:
-# torch_compile's batched_solve_small_fp32 factors on the GPU, waits to check the factors on the host, then queues the
-# solves. Its call took the host 4.04 ms of 5.44 (0.74) in the H100's cold pass, settled as not waiting and led by 3.5
-# ms, and 7.56 of 8.94 (0.85) in the warm pass, tried and found waiting, not led: the speedup moved 3.09% between the
-# two passes (BENCHMARKS.md, seventieth session). Between this share and ``WAIT_PROBE_HOST_SHARE`` the tries decide,
-# and a side found not waiting leads by that call's host time as before; on that session's passes about 20-50 sides a
-# pass lie between, their tries about 0.15-0.5 s of a pass (from their calls' times).
-WAIT_PROBE_CALL_SHARE = 0.25
 # The GPU sleep the lead's rate is read from (``torch.cuda._sleep`` counts SM clock cycles): about 1 ms.
 LEAD_CALIBRATION_CYCLES = 2_000_000
 
@@ -199,7 +189,7 @@ class CudaSampler:
 
     def _probe_due(self, fns, labels: list) -> None:
         """Probe each side among ``labels`` (``fns``' sides) that is due (``QueueLead.to_probe``: a history of both
-        kinds, its host time near its GPU time) for a wait inside its calls, once a side, and count the host's time in
+        kinds, its host time a quarter of its GPU time or more) for a wait inside its calls, once a side, and count the host's time in
         it (``probe_s``). A side whose warm-up was one round (a round of 2.5 ms or more, ``warmup_ms`` 0) is due in
         the turn's first launch: probed there, in the turn. Probing it at the warm-up's end instead, beside the shared
         work, was tried on the H100 and did not pay: beside the last measurement's checks the GPU is time-sliced between
