@@ -189,11 +189,12 @@ class CudaSampler:
 
     def _probe_due(self, fns, labels: list) -> None:
         """Probe each side among ``labels`` (``fns``' sides) that is due (``QueueLead.to_probe``: a history of both
-        kinds, its host time a quarter of its GPU time or more) for a wait inside its calls, once a side, and count the host's time in
-        it (``probe_s``). A side whose warm-up was one round (a round of 2.5 ms or more, ``warmup_ms`` 0) is due in
-        the turn's first launch: probed there, in the turn. Probing it at the warm-up's end instead, beside the shared
-        work, was tried on the H100 and did not pay: beside the last measurement's checks the GPU is time-sliced between
-        them, the probe ran slower, and one hand-over took 0.58 s (BENCHMARKS.md, sixty-sixth session)."""
+        kinds, its host time a quarter of its GPU time or more) for a wait inside its calls, once a side, and count the
+        host's time in it (``probe_s``). A side whose warm-up was one round (a round of 2.5 ms or more, ``warmup_ms``
+        0) is due in the turn's first launch: probed there, in the turn. Probing it at the warm-up's end instead, beside
+        the shared work, was tried on the H100 and did not pay: beside the last measurement's checks the GPU is
+        time-sliced between them, the probe ran slower, and one hand-over took 0.58 s (BENCHMARKS.md, sixty-sixth
+        session)."""
         if self.leads is None:
             return
         due = [label for label in dict.fromkeys(labels) if self.leads.to_probe(label)]  # each side once, in order
@@ -294,8 +295,8 @@ class CudaSampler:
         closed by a device-wide synchronisation, ``sync="device"``), the GPU still working on them. ``labels``: each
         function's side, for the leads: where this sampler leads, a sample of a side with a lead that finds less work
         than that queued ahead of it (``QueuedWork``) starts behind a GPU sleep that makes up the difference, before
-        its flush (``QueueLead``); a side whose host time covers most of its GPU time is first probed for a wait inside
-        its calls (``_probe_waits``), once, before the batch, and is not led where it waits."""
+        its flush (``QueueLead``); a side whose host time is a quarter of its GPU time or more is first probed for a
+        wait inside its calls (``_probe_waits``), once, before the batch, and is not led where it waits."""
         called = self._audit_called[self._next_set]
         lead_events = self._lead_event_sets[self._next_set]
         pairs = self._pairs(len(fns) + 1)
