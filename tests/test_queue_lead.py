@@ -132,6 +132,19 @@ def _queueing(stream: _SimulatedStream, host_ms: float, gpu_ms: float, launches:
     return call
 
 
+def _waiting_partway(stream: _SimulatedStream, host_ms: float, before_ms: float, after_ms: float):
+    """A call that waits partway, as torch_compile's batched_solve_small_fp32 does: it queues ``before_ms`` of GPU work
+    (the factoring) in ``host_ms``, waits for it (the factors checked on the host), then queues ``after_ms`` more (the
+    solves) in ``host_ms`` and returns while they run."""
+
+    def call():
+        _queueing(stream, host_ms, before_ms)()
+        stream.synchronize()
+        _queueing(stream, host_ms, after_ms)()
+
+    return call
+
+
 def _interleaved(sampler, calls, batches: int) -> tuple[list[float], list[float], list[list[int]]]:
     """``batches`` batches of the timing loop's kind of order (here: reference, candidate, alternating): the host-paced
     side's samples, the waiting side's, and each batch's led positions."""
@@ -428,15 +441,7 @@ def test_a_call_under_its_gpu_time_on_the_host_is_still_tried_for_a_wait_partway
     moved 3.09%. Now only a call whose host is under a quarter of its GPU time is settled by it: this side is tried,
     behind each sleep it returns only once the sleep and the factoring are done, and it is found waiting and not led.
     A side that queues 5 ms of work in 3 ms and returns is tried too, found not waiting, and leads by that call's pace."""
-    if waits:
-
-        def call():
-            _queueing(stream, 0.1, 4.0)()
-            stream.synchronize()  # the factors checked on the host
-            _queueing(stream, 0.1, 1.5)()
-
-    else:
-        call = _queueing(stream, 3.0, 5.0)
+    call = _waiting_partway(stream, 0.1, 4.0, 1.5) if waits else _queueing(stream, 3.0, 5.0)
     sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
     for _ in range(3):
         sampler.leads.add("candidate", host_ms=6.3, gpu_ms=5.4)
@@ -459,12 +464,7 @@ def test_a_side_that_waits_partway_is_probed_before_its_first_led_sample(stream)
     gate at three quarters let the reference be led by its 2.1 ms in the first measured batch, before any probe: 10
     samples. With the gate at a quarter both sides are probed in that batch's launch, found waiting, and no sample is
     led."""
-
-    def waits_partway():
-        _queueing(stream, 0.05, 2.0)()
-        stream.synchronize()  # the factors checked on the host
-        _queueing(stream, 0.05, 3.0)()
-
+    waits_partway = _waiting_partway(stream, 0.05, 2.0, 3.0)
     timing, _, _ = _measured_on_the_stream(stream, waits_partway, waits_partway, 5)
     assert timing.waits_for_device == {"reference": True, "candidate": True}
     assert timing.wait_probe_calls["reference"]["history_host_ms"] == pytest.approx(2.1)  # its warm-up call's

@@ -38,6 +38,14 @@ WAIT_PROBE_HOST_SHARE = 0.75
 PACED_LEAD_MARGIN = 3.0
 
 
+def may_wait(host_ms: float, gpu_ms: float) -> bool:
+    """Whether a call that took the host ``host_ms`` for ``gpu_ms`` of GPU work may be waiting for the device inside:
+    its host at ``WAIT_PROBE_CALL_SHARE`` of its GPU time or more. One rule for a side's history (``QueueLead.to_probe``)
+    and for the probe's own call on an empty queue (``CudaSampler._probe_waits``): the two held different shares once,
+    and a side its history left unprobed was led before its probe (seventy-first session)."""
+    return host_ms >= WAIT_PROBE_CALL_SHARE * gpu_ms
+
+
 class QueueLead:
     """How much work a sample of each side needs queued ahead of it on the GPU: its side's host time to queue one call
     (median of the last ``LEAD_HISTORY``), at most its GPU time (same median) and ``LEAD_MAX_MS``; none until the side
@@ -129,7 +137,7 @@ class QueueLead:
         GPU work cannot be waiting for it)."""
         if label is None or label in self.waits or not self._known(label):
             return False
-        return self.host_ms(label) >= WAIT_PROBE_CALL_SHARE * self.gpu_ms(label)
+        return may_wait(self.host_ms(label), self.gpu_ms(label))
 
 
 class QueuedWork:

@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from runner.worker.queue_lead import WAIT_PROBE_CALL_SHARE, WAIT_PROBE_HOST_SHARE, QueuedWork, QueueLead
+from runner.worker.queue_lead import WAIT_PROBE_HOST_SHARE, QueuedWork, QueueLead, may_wait
 
 
 def warm_up(fns, sampler, warmup_ms: float, labels=None) -> float:
@@ -238,8 +238,8 @@ class CudaSampler:
         }
         if host_ms < WAIT_PROBE_HOST_SHARE * gpu_ms:
             self.leads.paces[label] = host_ms  # its host's own pace; where the tries find a wait, it is not led at all
-            if host_ms < WAIT_PROBE_CALL_SHARE * gpu_ms:
-                return False  # its host far ahead of its GPU work: it cannot be waiting for it
+        if not may_wait(host_ms, gpu_ms):
+            return False  # its host far ahead of its GPU work: it cannot be waiting for it
         want_ms = 2 * host_ms + WAIT_PROBE_MARGIN_MS
         for _ in range(2):
             cycles = max(1, int(want_ms * self._cycles_per_ms))
