@@ -704,7 +704,7 @@ def test_forked_workers_make_their_own_context_and_the_server_none(tmp_path):
 
     from runner.executors.base import ExecutorSettings
     from runner.executors.local import LocalExecutor
-    from runner.gpu.nvml import read_gpu
+    from runner.gpu.nvml import compute_processes
 
     executor = LocalExecutor(ExecutorSettings(prestart=1, timeout_s=60, cache_dir=tmp_path / "cache"))
     job = tmp_path / "job"
@@ -716,7 +716,7 @@ def test_forked_workers_make_their_own_context_and_the_server_none(tmp_path):
         (server,) = executor._fork_servers.values()
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            on_gpu = set(read_gpu(0)["compute_processes"])
+            on_gpu = set(compute_processes(0))
             if spare in on_gpu:
                 break
             time.sleep(0.5)

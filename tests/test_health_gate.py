@@ -20,7 +20,8 @@ POWER_CAP = 0x4
 
 
 def readings_double(monkeypatch, *readings: dict) -> list[dict]:
-    """NVML answers with ``readings`` in turn, then the last one for ever (test double: no GPU here)."""
+    """NVML answers with ``readings`` in turn, then the last one for ever (test double: no GPU here); a read of the
+    compute processes alone (``nvml.compute_processes``) takes its turn too, and answers with that reading's list."""
     answers = list(readings)
 
     def read_gpu(index):
@@ -29,6 +30,7 @@ def readings_double(monkeypatch, *readings: dict) -> list[dict]:
         return reading
 
     monkeypatch.setattr(nvml, "read_gpu", read_gpu)
+    monkeypatch.setattr(nvml, "compute_processes", lambda index: read_gpu(index)["compute_processes"])
     return answers
 
 
@@ -129,3 +131,15 @@ def test_a_process_that_leaves_nvmls_list_within_the_grace_was_ending_not_a_tena
     gate = nvml.health_gate(0, 85, own_pids=set(), cooldown_limit_s=0, ending_grace_s=5.0)
     assert gate.ok and gate.problems == [] and gate.ended == [ended.pid]
     assert time.monotonic() - started < 1.0  # back as soon as it left, not after the grace
+
+
+def test_the_compute_processes_alone_are_read_as_the_whole_reading_reads_them():
+    """The gate's re-reads ask NVML for the process list only; where NVML cannot answer (no GPU here) that read says
+    why, as the whole reading's unsupported queries do, and is no error. (On a GPU, tests/test_gpu.py reads a
+    worker's context through it.)"""
+    reading = nvml.read_gpu(0)
+    pids = nvml.compute_processes(0)
+    if reading["available"]:
+        assert isinstance(pids, list) and isinstance(reading["compute_processes"], list)
+    else:
+        assert isinstance(pids, str) and pids.startswith("n/a (")

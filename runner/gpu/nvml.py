@@ -65,7 +65,6 @@ def read_gpu(index: int) -> dict:
         return {"available": False, "why": f"no GPU {index}: {exc}"}
     clocks = nv.NVML_CLOCK_SM, nv.NVML_CLOCK_MEM
     reasons = _safe(nv.nvmlDeviceGetCurrentClocksEventReasons, handle)
-    processes = _safe(nv.nvmlDeviceGetComputeRunningProcesses, handle)
     memory = _safe(nv.nvmlDeviceGetMemoryInfo, handle)  # one reading for both figures
     return {
         "available": True,
@@ -87,7 +86,7 @@ def read_gpu(index: int) -> dict:
         "memory_used_bytes": int(memory.used) if not isinstance(memory, str) else memory,
         "throttle_mask": reasons,
         "throttle_reasons": throttle_names(reasons) if isinstance(reasons, int) else reasons,
-        "compute_processes": [p.pid for p in processes] if isinstance(processes, list) else processes,
+        "compute_processes": _compute_pids(nv, handle),
         "ecc_uncorrected": _safe(
             nv.nvmlDeviceGetTotalEccErrors, handle, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_VOLATILE_ECC
         ),
@@ -95,6 +94,22 @@ def read_gpu(index: int) -> dict:
         # (``runner/worker/host_cpu.py``) against.
         "local_cpus": _safe(_local_cpus, nv, handle),
     }
+
+
+def compute_processes(index: int) -> list[int] | str:
+    """The PIDs NVML lists as compute processes on GPU ``index`` (``read_gpu``'s ``compute_processes`` alone: the
+    health gate's re-reads for processes ending ask only this, every ``ENDING_POLL_S``), or why it cannot say."""
+    try:
+        nv = _nvml()
+        handle = nv.nvmlDeviceGetHandleByIndex(index)
+    except Exception as exc:  # NVML missing, or no such GPU: said as read_gpu's unsupported queries say it
+        return f"n/a ({type(exc).__name__})"
+    return _compute_pids(nv, handle)
+
+
+def _compute_pids(nv, handle) -> list[int] | str:
+    processes = _safe(nv.nvmlDeviceGetComputeRunningProcesses, handle)
+    return [p.pid for p in processes] if isinstance(processes, list) else processes
 
 
 # Words of NVML's CPU affinity mask asked for: 64 bits each, 1,024 CPUs.
@@ -211,7 +226,7 @@ def _still_listed(index: int, pids: list[int], grace_s: float) -> tuple[list[int
     listed = list(pids)
     while listed and time.monotonic() < deadline:
         time.sleep(ENDING_POLL_S)
-        now = read_gpu(index).get("compute_processes")
+        now = compute_processes(index)
         if isinstance(now, list):
             listed = [pid for pid in listed if pid in now]
     return listed, [pid for pid in pids if pid not in listed]
