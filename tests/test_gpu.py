@@ -1302,7 +1302,9 @@ def test_a_sample_after_a_call_that_waits_for_the_device_is_led_so_the_hosts_pac
     its call (as ``torch.linalg.cholesky`` does): the samples that follow the waiting side find the GPU's queue
     empty, and without a lead the first side's host millisecond is in them (its median ~3 ms); led, its samples
     take its GPU time (~2 ms), as in a run of its own. The waiting side's own time is its own either way; probed, it is
-    found to wait, and is not led (its host time covers its GPU time: a lead would only sleep)."""
+    found to wait, and is not led (its host time covers its GPU time: a lead would only sleep). The host-paced side,
+    its host at a third of its GPU time on an empty queue (over ``queue_lead.WAIT_PROBE_CALL_SHARE``), is probed too
+    and found not waiting, and is led by its pace."""
     import time
 
     import torch
@@ -1334,7 +1336,7 @@ def test_a_sample_after_a_call_that_waits_for_the_device_is_led_so_the_hosts_pac
         medians[lead] = (timing.reference.median_ms, timing.candidate.median_ms)
         led[lead] = (timing.led_samples, raw["batch_led"], raw["batch_lead_ms"])
         waits[lead] = timing.waits_for_device, timing.wait_probes_s, timing.wait_probe_calls
-    assert [w[0] for w in waits.values()] == [None, {"reference": True}], waits  # the host-paced side is not probed
+    assert [w[0] for w in waits.values()] == [None, {"reference": True, "candidate": False}], waits
     # The probe's time on record: none without leads; with them, two tries of a 4.5 ms sleep and a 2 ms call at least,
     # after one call of its own on the empty queue (every probe times one first).
     probes, calls = waits[True][1], waits[True][2]
