@@ -249,8 +249,8 @@ class CudaSampler:
         want_ms = 2 * host_ms + WAIT_PROBE_MARGIN_MS
         for _ in range(2):
             cycles = max(1, int(want_ms * self._cycles_per_ms))
-            tries = []
-            while len(tries) < WAIT_PROBE_LATE_TRIES:
+            tries, early = [], False
+            while len(tries) < WAIT_PROBE_LATE_TRIES and not early:
                 asleep, awake = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 began = time.perf_counter_ns()  # before the sleep is queued: a call that waits takes all of it
                 asleep.record()
@@ -259,13 +259,12 @@ class CudaSampler:
                 fn()
                 tries.append(((time.perf_counter_ns() - began) / 1e6, asleep, awake))
                 awake.synchronize()  # this try's sleep over, and every one before it
-                if not _late(*tries[-1]):
-                    break  # it returned while its sleep still ran: it does not wait
+                early = not _late(*tries[-1])  # it returned while its sleep still ran: it does not wait
             torch.cuda.synchronize(self.device)
             record["tries"] += len(tries)
             slept = [asleep.elapsed_time(awake) for _, asleep, awake in tries]
             self._cycles_per_ms = cycles * len(slept) / max(sum(slept), 1e-3)
-            if not _late(*tries[-1]):
+            if early:
                 return False
             if min(slept) >= WAIT_PROBE_SHARE * want_ms:
                 break
