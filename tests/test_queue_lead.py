@@ -145,6 +145,16 @@ def _waiting_partway(stream: _SimulatedStream, host_ms: float, before_ms: float,
     return call
 
 
+def _waiting_probe_ms(call_ms: float, after_ms: float) -> float:
+    """The host's time in the probe of a side that waits (``CudaSampler._probe_waits``): its one call on the empty
+    queue (``call_ms``, the host waiting for its work), then two late tries, each a sleep and the ``after_ms`` of the
+    call's GPU work queued behind it; the first sleep twice the one call's time and 0.5 ms, the second twice the first
+    try's and 0.5 ms."""
+    first_ms = 2 * call_ms + samplers.WAIT_PROBE_MARGIN_MS + after_ms
+    second_ms = 2 * first_ms + samplers.WAIT_PROBE_MARGIN_MS + after_ms
+    return call_ms + first_ms + second_ms
+
+
 def _interleaved(sampler, calls, batches: int) -> tuple[list[float], list[float], list[list[int]]]:
     """``batches`` batches of the timing loop's kind of order (here: reference, candidate, alternating): the host-paced
     side's samples, the waiting side's, and each batch's led positions."""
@@ -268,9 +278,9 @@ def test_the_wait_probes_time_is_on_record_before_the_turn_or_in_it(stream, monk
     assert len(probed_at) == 2 and (min(probed_at) >= turned_at[0]) is in_turn
     assert (max(probed_at) < turned_at[0]) is not in_turn
     assert timing.waits_for_device == {"reference": True, "candidate": True}
-    # The host's time in the probes (the simulated clock), per side: one call on the empty queue, then two tries that
-    # agree, each a sleep of twice that call's host time (a call waits its own GPU time) and 0.5 ms, then the call.
-    probes_s = 2 * (call_ms + 2 * ((2 * call_ms + 0.5) + call_ms)) / 1000.0
+    # The host's time in the probes (the simulated clock), per side: one call on the empty queue (a call waits its own
+    # GPU time), then two late tries.
+    probes_s = 2 * _waiting_probe_ms(call_ms, call_ms) / 1000.0
     where, elsewhere = ("in_turn", "before_turn") if in_turn else ("before_turn", "in_turn")
     assert timing.wait_probes_s[where] == pytest.approx(probes_s, rel=0.05) and timing.wait_probes_s[elsewhere] == 0.0
     for side in ("reference", "candidate"):
@@ -282,8 +292,8 @@ def test_the_batches_queued_ahead_of_a_probe_are_not_its_time(stream):
     """A side probed in a later launch, with 100 ms of batches still queued ahead (the loop runs one batch ahead): the
     probe waits for them first, and they are measurements, not the probe's time. Ten tasks' probes on the H100 took
     2.2 s with them counted, their own sleeps and calls 0.74 s (sixty-seventh session). Here the probe's own time is
-    one call that waits for its work (2 ms to queue, 2 ms on the GPU), then two tries that agree, each a sleep of
-    twice that call's 4 ms and 0.5 ms, then the call's 2 ms on the GPU (it is queued while the sleep runs)."""
+    one call that waits for its work (2 ms to queue, 2 ms on the GPU), then two late tries, each a sleep and the
+    call's 2 ms on the GPU behind it (it is queued while the sleep runs)."""
 
     def waits():
         stream.host_ms += 2.0
@@ -298,7 +308,7 @@ def test_the_batches_queued_ahead_of_a_probe_are_not_its_time(stream):
     sampler._probe_due([waits], ["candidate"])
     assert sampler.leads.waits == {"candidate": True}
     assert stream.host_ms - began >= 100.0
-    assert sampler.probe_s == pytest.approx((4.0 + 2 * ((2 * 4.0 + 0.5) + 2.0)) / 1000.0, rel=0.05)
+    assert sampler.probe_s == pytest.approx(_waiting_probe_ms(4.0, 2.0) / 1000.0, rel=0.05)
 
 
 @pytest.mark.parametrize("waits", [False, True])
@@ -338,9 +348,9 @@ def test_a_lone_slow_first_call_does_not_size_the_probe(stream, monkeypatch, wai
         probed = timing.wait_probe_calls[label]
         assert probed["host_ms"] == pytest.approx(host_ms) and probed["gpu_ms"] == pytest.approx(9.6)
         assert probed["tries"] == (2 if waits else 0)
-    # Per side: the one call (its GPU time, the host waiting for it), then, where it waits, two tries, each a sleep of
-    # twice its 9.6 ms and 0.5 ms, then the call's 9 ms.
-    per_side_ms = 9.6 if not waits else 9.6 + 2 * ((2 * 9.6 + 0.5) + 9.0)
+    # Per side: the one call (its GPU time, the host waiting for it), then, where it waits, two late tries, each a
+    # sleep and the call's 9 ms behind it.
+    per_side_ms = _waiting_probe_ms(9.6, 9.0) if waits else 9.6
     assert timing.wait_probes_s["in_turn"] == pytest.approx(2 * per_side_ms / 1000.0, rel=0.05)
 
 
@@ -454,6 +464,29 @@ def test_a_waiting_call_whose_host_is_held_up_after_its_sleep_is_queued_is_still
         sampler.leads.add("candidate", host_ms=2.1, gpu_ms=2.1)
     assert sampler._probe_waits(call, "candidate") is True
     assert sampler.probe_calls["candidate"]["tries"] == 2
+
+
+def test_a_host_held_up_for_a_while_does_not_make_a_side_look_waiting(stream):
+    """embedding_lookup_llama3_bf16's candidate in the H100's cold torch_compile pass (seventy-second session): its
+    probe's own call took its host 0.25 ms of the 0.96 on the GPU (from before the call) on the empty queue, but the
+    compiles beside held its host for
+    some 5.8 ms a call after it, past the tries' sleeps of 1.0 ms: two late tries, found waiting, and the side went
+    unled. A try after a late one now sleeps twice that try's host time and 0.5 ms (12.6 ms): the held-up call returns
+    before it, and the side is found not waiting, after two tries."""
+    calls = [0]
+
+    def held_up():
+        stream.host_ms += 0.25 if calls[0] == 0 else 5.8
+        calls[0] += 1
+        stream.queue(0.71)
+
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    for _ in range(3):
+        sampler.leads.add("candidate", host_ms=5.8, gpu_ms=0.96)
+    assert sampler._probe_waits(held_up, "candidate") is False
+    probed = sampler.probe_calls["candidate"]
+    assert probed["host_ms"] == pytest.approx(0.25) and probed["gpu_ms"] == pytest.approx(0.96)
+    assert probed["tries"] == 2 and calls[0] == 3
 
 
 @pytest.mark.parametrize("waits", [True, False])

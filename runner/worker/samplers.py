@@ -137,6 +137,9 @@ LEAD_MIN_MS = 0.01
 # late: a host slowed for a moment (a cold pass's compiles beside) can make one call late, not make it early.
 WAIT_PROBE_SHARE = 0.75
 WAIT_PROBE_LATE_TRIES = 2
+# The most tries a probe takes (late ones whose sleeps ran short are not counted towards a wait); a side still unsettled
+# after them is taken as waiting (it is not led: a wait wrongly found costs leads, never a sample's time).
+WAIT_PROBE_MAX_TRIES = 4
 # The probe's sleep is twice the host time of its own call on the empty queue and this much more, ms.
 WAIT_PROBE_MARGIN_MS = 0.5
 # The GPU sleep the lead's rate is read from (``torch.cuda._sleep`` counts SM clock cycles): about 1 ms.
@@ -217,12 +220,16 @@ class CudaSampler:
         sleep is over, one that does not returns in its host time. Each try's host time is taken from before its sleep
         is queued, so a call that waits cannot return in less than the sleep, however its host is held up: a try that
         returns before ``WAIT_PROBE_SHARE`` of its sleep settles the side as not waiting, at once. The side waits where
-        ``WAIT_PROBE_LATE_TRIES`` tries in a row returned later. Each sleep is timed by events (a sleep counts SM
-        cycles, and the clock may have moved since their rate was read): a round whose tries all returned late with
-        sleeps that ran shorter than asked is taken again at the rate they ran at. Before, every side took two tries at
-        least (a majority of three), and over the suite's second half on the H100 the probes took 1.68 s of a cold
-        torch_compile pass, most of it in 159 tries of sides that did not wait (BENCHMARKS.md, seventy-second session).
-        The queue is emptied first and after, outside every sample.
+        ``WAIT_PROBE_LATE_TRIES`` tries in a row returned later. Before, every side took two tries at least (a majority
+        of three), and over the suite's second half on the H100 the probes took 1.68 s of a cold torch_compile pass,
+        most of it in 159 tries of sides that did not wait (BENCHMARKS.md, seventy-second session). A try after a late
+        one sleeps twice that try's whole host time and the margin: a host held up for a while returns before that
+        sleep is over, a call that waits does not. In the same pass, embedding_lookup_llama3_bf16's candidate queued
+        its call in 0.25 ms on the empty queue, but the compiles beside held its host for some 5.8 ms a call, past two
+        sleeps of 1.0 ms: found waiting, and its leads lost. Each sleep is timed by events (a sleep counts SM cycles,
+        and the clock may have moved since their rate was read): a late try whose sleep ran short of ``WAIT_PROBE_SHARE``
+        of what was asked does not count towards a wait, and the next is asked at the rate it ran at;
+        ``WAIT_PROBE_MAX_TRIES`` tries at most. The queue is emptied first and after, outside every sample.
 
         One call on the empty queue comes first (``_one_call``), because the side's host history may not be its host's
         pace: a call queued behind a full launch queue returns only as the GPU frees room, at the GPU's pace. On the
@@ -232,8 +239,8 @@ class CudaSampler:
         such sides. Where that call's host time is under ``WAIT_PROBE_HOST_SHARE`` of its GPU time, the side's leads go
         by it (``QueueLead.paces``) instead of the history's; under ``WAIT_PROBE_CALL_SHARE`` the side cannot be
         waiting and no try is taken, while between the two a call that waits partway (and returns while the work queued
-        after its wait runs) is still tried. That call's host time sizes the tries' sleeps. What the probe went on is
-        in ``probe_calls``."""
+        after its wait runs) is still tried. That call's host time sizes the first try's sleep. What the probe went
+        on is in ``probe_calls``."""
         torch.cuda.synchronize(self.device)
         host_ms, gpu_ms = self._one_call(fn)
         record = self.probe_calls[label] = {
@@ -247,27 +254,32 @@ class CudaSampler:
         if not may_wait(host_ms, gpu_ms):
             return False  # its host far ahead of its GPU work: it cannot be waiting for it
         want_ms = 2 * host_ms + WAIT_PROBE_MARGIN_MS
-        for _ in range(2):
+        late = 0
+        for _ in range(WAIT_PROBE_MAX_TRIES):
             cycles = max(1, int(want_ms * self._cycles_per_ms))
-            tries, early = [], False
-            while len(tries) < WAIT_PROBE_LATE_TRIES and not early:
-                asleep, awake = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                began = time.perf_counter_ns()  # before the sleep is queued: a call that waits takes all of it
-                asleep.record()
-                torch.cuda._sleep(cycles)
-                awake.record()
-                fn()
-                tries.append(((time.perf_counter_ns() - began) / 1e6, asleep, awake))
-                awake.synchronize()  # this try's sleep over, and every one before it
-                early = not _late(*tries[-1])  # it returned while its sleep still ran: it does not wait
-            torch.cuda.synchronize(self.device)
-            record["tries"] += len(tries)
-            slept = [asleep.elapsed_time(awake) for _, asleep, awake in tries]
-            self._cycles_per_ms = cycles * len(slept) / max(sum(slept), 1e-3)
-            if early:
-                return False
-            if min(slept) >= WAIT_PROBE_SHARE * want_ms:
+            asleep, awake = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            began = time.perf_counter_ns()  # before the sleep is queued: a call that waits takes all of it
+            asleep.record()
+            torch.cuda._sleep(cycles)
+            awake.record()
+            fn()
+            took_ms = (time.perf_counter_ns() - began) / 1e6
+            awake.synchronize()  # this try's sleep over
+            record["tries"] += 1
+            slept_ms = asleep.elapsed_time(awake)
+            self._cycles_per_ms = cycles / max(slept_ms, 1e-3)
+            if not _late(took_ms, asleep, awake):
+                torch.cuda.synchronize(self.device)
+                return False  # it returned while its sleep still ran: it does not wait
+            # A late try counts where its sleep ran as long as asked, near enough; one that ran short (the SM clock
+            # moved since the rate was read) is taken again at the rate it ran at.
+            late = late + 1 if slept_ms >= WAIT_PROBE_SHARE * want_ms else 0
+            if late == WAIT_PROBE_LATE_TRIES:
                 break
+            # The next sleep outlasts this try's whole host time: a host held up for a while (a cold pass's compiles
+            # beside) returns before it, a call that waits after it again.
+            want_ms = 2 * took_ms + WAIT_PROBE_MARGIN_MS
+        torch.cuda.synchronize(self.device)
         return True
 
     def _one_call(self, fn) -> tuple[float, float]:
