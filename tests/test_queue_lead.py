@@ -469,10 +469,9 @@ def test_a_waiting_call_whose_host_is_held_up_after_its_sleep_is_queued_is_still
 def test_a_host_held_up_for_a_while_does_not_make_a_side_look_waiting(stream):
     """embedding_lookup_llama3_bf16's candidate in the H100's cold torch_compile pass (seventy-second session): its
     probe's own call took its host 0.25 ms of the 0.96 on the GPU (from before the call) on the empty queue, but the
-    compiles beside held its host for
-    some 5.8 ms a call after it, past the tries' sleeps of 1.0 ms: two late tries, found waiting, and the side went
-    unled. A try after a late one now sleeps twice that try's host time and 0.5 ms (12.6 ms): the held-up call returns
-    before it, and the side is found not waiting, after two tries."""
+    compiles beside held its host for some 5.8 ms a call after it, past the tries' sleeps of 1.0 ms: two late tries,
+    found waiting, and the side went unled. A try after a late one now sleeps twice that try's host time and 0.5 ms
+    (12.1 ms): the held-up call returns before it, and the side is found not waiting, after two tries."""
     calls = [0]
 
     def held_up():
