@@ -146,11 +146,10 @@ WAIT_PROBE_MARGIN_MS = 0.5
 LEAD_CALIBRATION_CYCLES = 2_000_000
 
 
-def _late(host_ms: float, asleep, awake) -> bool:
-    """Whether a probe's try (its call's host time from before its sleep was queued, ms, and the events around the
-    sleep, done) returned only after ``WAIT_PROBE_SHARE`` of the sleep or more, as a call that waits for the device
-    does."""
-    return host_ms >= WAIT_PROBE_SHARE * asleep.elapsed_time(awake)
+def _late(host_ms: float, slept_ms: float) -> bool:
+    """Whether a probe's try (its call's host time from before its sleep was queued, and the time its sleep ran on the
+    GPU, ms) returned only after ``WAIT_PROBE_SHARE`` of the sleep or more, as a call that waits for the device does."""
+    return host_ms >= WAIT_PROBE_SHARE * slept_ms
 
 
 class CudaSampler:
@@ -268,7 +267,7 @@ class CudaSampler:
             record["tries"] += 1
             slept_ms = asleep.elapsed_time(awake)
             self._cycles_per_ms = cycles / max(slept_ms, 1e-3)
-            if not _late(took_ms, asleep, awake):
+            if not _late(took_ms, slept_ms):
                 torch.cuda.synchronize(self.device)
                 return False  # it returned while its sleep still ran: it does not wait
             # A late try counts where its sleep ran as long as asked, near enough; one that ran short (the SM clock
