@@ -36,6 +36,13 @@ WAIT_PROBE_HOST_SHARE = 0.75
 # the first call after a synchronisation took up to 2.3 times the empty queue's median on the H100 (same session, five
 # tasks: attention_sliding_window_mistral_bf16 1.14 ms for 0.49), the calls after it within 10% of it.
 PACED_LEAD_MARGIN = 3.0
+# A side found waiting is led by the GPU work its probe's call left running after it returned
+# (``QueueLead.left_running``: a call that waits partway) where that is at least this long, ms. A call that waits at
+# its end leaves none: on the H100 (seventy-fourth session) the eager references of cholesky, inv_3x3 and batched_solve
+# took the host 0.02-0.09 ms longer than their GPU time on the empty queue, while batched_solve's compiled candidate
+# left its solves running for 1.44 and 1.27 ms of 21.38 and 5.29 (its cold pass's host held up by the compiles beside,
+# its warm pass's not).
+WAITING_LEAD_MIN_MS = 0.1
 
 
 def may_wait(host_ms: float, gpu_ms: float) -> bool:
@@ -63,11 +70,17 @@ class QueueLead:
     running and 0.23 ms only behind a lead (fifty-ninth session). With the lead, such a sample starts with its call
     queued ahead of the GPU, as it does after a sample of its own side, whichever side came before.
 
-    A side whose calls wait for the device inside is not led (``waits``, found by ``CudaSampler``'s probe): past its
-    first wait it runs at the host's pace whatever was queued ahead, and its host time, which covers its GPU time, made
-    its lead its whole GPU time. Led so, batched_solve_small_fp32's sides (both wait) slept 3.7 and 4.6 s of the H200's
-    torch_compile passes, 1.4% and 1.3% of their wall time, and took 3.29 and 3.39 ms led against 3.21 and 3.37 behind
-    their own side unled; cholesky's and inv_3x3's references moved by 0.0-0.5% led (sixtieth session).
+    A side whose calls wait for the device inside is not led by its host time (``waits``, found by ``CudaSampler``'s
+    probe): past its first wait it runs at the host's pace whatever was queued ahead, and its host time, which covers
+    its GPU time, made its lead its whole GPU time. Led so, batched_solve_small_fp32's sides (both wait) slept 3.7 and
+    4.6 s of the H200's torch_compile passes, 1.4% and 1.3% of their wall time, and took 3.29 and 3.39 ms led against
+    3.21 and 3.37 behind their own side unled; cholesky's and inv_3x3's references moved by 0.0-0.5% led (sixtieth
+    session). A call that waits partway returns with work still running: torch_compile's batched_solve factors on the
+    GPU, waits to check the factors on the host, then queues the solves and returns. Behind a sample of its own side
+    its factoring is queued while the last call's solves run; behind the eager reference, which waits at its end, the
+    queue is empty and the factoring's launches lie in the sample: 3.81 ms behind its own side, 4.04 behind the other
+    and 4.11 first in a batch on the H100 (seventy-fourth session, ``runner.bench paced``). Such a side is led by what
+    its probe's call left running (``left_running``), so its samples start behind as much work as behind its own.
 
     The cap at the side's GPU time keeps a lead from sleeping longer than the call it leads runs; its price is paid by
     a side whose host is slower than its GPU work where little is queued: a batch's first sample of it, behind one
@@ -89,6 +102,9 @@ class QueueLead:
         # Per side the probe settled with one call on an empty queue: that call's host time (ms), its host's own pace,
         # where its history may hold the GPU's (calls that found the launch queue full).
         self.paces: dict[str, float] = {}
+        # Per side found waiting whose probe's call returned with its GPU work still running: how much was left (its
+        # GPU time less its host time, ms; ``WAITING_LEAD_MIN_MS`` at least), the side's lead (``lead_ms``).
+        self.left_running: dict[str, float] = {}
 
     def add(self, label: str | None, host_ms: float | None = None, gpu_ms: float | None = None) -> None:
         """One call of ``label``'s side: its host time (from before the call to its return) or its GPU time."""
@@ -122,13 +138,27 @@ class QueueLead:
 
     def lead_ms(self, label: str | None) -> float:
         """The work a sample of ``label``'s side needs queued ahead of it, ms; 0.0 where it has no history of both
-        kinds, or its calls wait for the device inside (``waits``). Where the probe timed the side's pace on an empty
-        queue (``paces``), at most ``PACED_LEAD_MARGIN`` times that."""
-        if not self._known(label) or self.waits.get(label):
+        kinds. Where its calls wait for the device inside (``waits``), the work its probe's call left running after it
+        returned (``left_running``: a call that waits partway; none for one that waits at its end). Where the probe
+        timed the side's pace on an empty queue (``paces``), at most ``PACED_LEAD_MARGIN`` times that."""
+        if not self._known(label):
             return 0.0
+        if self.waits.get(label):
+            return min(self.left_running.get(label, 0.0), self.gpu_ms(label), LEAD_MAX_MS)
         pace_ms = self.paces.get(label)
         host_ms = self.host_ms(label) if pace_ms is None else min(self.host_ms(label), PACED_LEAD_MARGIN * pace_ms)
         return min(host_ms, self.gpu_ms(label), LEAD_MAX_MS)
+
+    def left_behind(self, label: str | None, lead_ms: float, queued_at_ns: int, returned_ns: int) -> tuple[int, float]:
+        """What a sample of ``label``'s side leaves on the GPU for the next (``QueuedWork.add``): from when the host
+        began queueing it (``queued_at_ns``), its lead and its side's GPU time; for a side that waits inside its calls,
+        from its call's return (``returned_ns``), the work its probe's call left running (``left_running``; none for a
+        call that waits at its end). Counted from its queueing, a call that waits partway looks done by its return, its
+        host's time being about its GPU time: the next sample of its own side found nothing ahead and slept its whole
+        lead behind the solves still running (tests/test_queue_lead.py)."""
+        if self.waits.get(label):
+            return returned_ns, self.left_running.get(label, 0.0)
+        return queued_at_ns, lead_ms + self.gpu_ms(label)
 
     def to_probe(self, label: str | None) -> bool:
         """Whether ``label``'s side is yet to be probed for a wait inside its calls: it has both histories, and its
@@ -147,10 +177,11 @@ class QueuedWork:
 
     The oldest one not done may have run for as long as it has been queued, so only what its expected time leaves of
     that counts (its least); every later one's expected time counts whole (none can have started). An end event the
-    GPU has passed is dropped, the oldest first. A call that waited for the device inside leaves nothing ahead however
-    soon its end event is asked: its host time already covered its GPU time, whether or not the GPU has got to the
-    event yet (it does so microseconds after the host records it). Each sample gets a number in the order it was
-    queued (``add``), so a batch closed while the next is in flight drops its own samples only (``done_through``)."""
+    GPU has passed is dropped, the oldest first. A call that waited for the device inside is counted from its return,
+    with what it leaves running then (``QueueLead.left_behind``): nothing for one that waits at its end, however soon
+    its end event is asked (the GPU gets to it microseconds after the host records it). Each sample gets a number in
+    the order it was queued (``add``), so a batch closed while the next is in flight drops its own samples only
+    (``done_through``)."""
 
     def __init__(self) -> None:
         self._samples: collections.deque = collections.deque()  # (number, end event, queued at ns, expected ms)

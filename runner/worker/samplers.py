@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from runner.worker.queue_lead import WAIT_PROBE_HOST_SHARE, QueuedWork, QueueLead, may_wait
+from runner.worker.queue_lead import WAIT_PROBE_HOST_SHARE, WAITING_LEAD_MIN_MS, QueuedWork, QueueLead, may_wait
 
 
 def warm_up(fns, sampler, warmup_ms: float, labels=None) -> float:
@@ -138,7 +138,8 @@ LEAD_MIN_MS = 0.01
 WAIT_PROBE_SHARE = 0.75
 WAIT_PROBE_LATE_TRIES = 2
 # The most tries a probe takes (late ones whose sleeps ran short are not counted towards a wait); a side still unsettled
-# after them is taken as waiting (it is not led: a wait wrongly found costs leads, never a sample's time).
+# after them is taken as waiting (led only by what its call leaves running: a wait wrongly found costs leads, never a
+# sample's time).
 WAIT_PROBE_MAX_TRIES = 4
 # The probe's sleep is twice the host time of its own call on the empty queue and this much more, ms.
 WAIT_PROBE_MARGIN_MS = 0.5
@@ -238,8 +239,10 @@ class CudaSampler:
         such sides. Where that call's host time is under ``WAIT_PROBE_HOST_SHARE`` of its GPU time, the side's leads go
         by it (``QueueLead.paces``) instead of the history's; under ``WAIT_PROBE_CALL_SHARE`` the side cannot be
         waiting and no try is taken, while between the two a call that waits partway (and returns while the work queued
-        after its wait runs) is still tried. That call's host time sizes the first try's sleep. What the probe went
-        on is in ``probe_calls``."""
+        after its wait runs) is still tried. That call's host time sizes the first try's sleep, and where the side is
+        found waiting, the GPU time that call left running after it returned is the side's lead
+        (``QueueLead.left_running``; none for a call that waits at its end). What the probe went on is in
+        ``probe_calls``."""
         torch.cuda.synchronize(self.device)
         host_ms, gpu_ms = self._one_call(fn)
         record = self.probe_calls[label] = {
@@ -249,7 +252,7 @@ class CudaSampler:
             "tries": 0,
         }
         if host_ms < WAIT_PROBE_HOST_SHARE * gpu_ms:
-            self.leads.paces[label] = host_ms  # its host's own pace; where the tries find a wait, it is not led at all
+            self.leads.paces[label] = host_ms  # its host's own pace; where the tries find a wait, not used
         if not may_wait(host_ms, gpu_ms):
             return False  # its host far ahead of its GPU work: it cannot be waiting for it
         want_ms = 2 * host_ms + WAIT_PROBE_MARGIN_MS
@@ -279,6 +282,8 @@ class CudaSampler:
             # beside) returns before it, a call that waits after it again.
             want_ms = 2 * took_ms + WAIT_PROBE_MARGIN_MS
         torch.cuda.synchronize(self.device)
+        if gpu_ms - host_ms >= WAITING_LEAD_MIN_MS:  # it waits partway: led by the work its call leaves running
+            self.leads.left_running[label] = gpu_ms - host_ms
         return True
 
     def _one_call(self, fn) -> tuple[float, float]:
@@ -311,7 +316,8 @@ class CudaSampler:
         function's side, for the leads: where this sampler leads, a sample of a side with a lead that finds less work
         than that queued ahead of it (``QueuedWork``) starts behind a GPU sleep that makes up the difference, before
         its flush (``QueueLead``); a side whose host time is a quarter of its GPU time or more is first probed for a
-        wait inside its calls (``_probe_waits``), once, before the batch, and is not led where it waits."""
+        wait inside its calls (``_probe_waits``), once, before the batch; where it waits, it is led only by the work its
+        call leaves running after it returns (a call that waits partway)."""
         called = self._audit_called[self._next_set]
         lead_events = self._lead_event_sets[self._next_set]
         pairs = self._pairs(len(fns) + 1)
@@ -323,7 +329,6 @@ class CudaSampler:
         # Where it is: when it was first seen ended while this one was queued (epoch s), polled as the samples are.
         ahead_ended_at, polled_ns = None, time.perf_counter_ns()
         leads = {label: self.leads.lead_ms(label) for label in set(labels)} if self.leads else {}
-        expected = {label: self.leads.gpu_ms(label) for label in set(labels)} if self.leads else {}
         sleeps = []  # each lead: its sample's position in the batch, its cycles, its events
         last_queued = None  # the batch's last sample's number in ``QueuedWork``
         for index, (fn, (start, end), label) in enumerate(zip(fns, pairs, labels)):
@@ -350,13 +355,14 @@ class CudaSampler:
             start.record()
             began = time.perf_counter_ns()
             fn()
+            returned = time.perf_counter_ns()
             if self.leads is not None:
-                self.leads.add(label, host_ms=(time.perf_counter_ns() - began) / 1e6)
+                self.leads.add(label, host_ms=(returned - began) / 1e6)
             if self.device_sync:
                 torch.cuda.synchronize(self.device)  # every stream's work ends before the end event
             end.record()
             if self.leads is not None:
-                last_queued = self._queued.add(end, queued_at, lead_ms + expected.get(label, 0.0))
+                last_queued = self._queued.add(end, *self.leads.left_behind(label, lead_ms, queued_at, returned))
         if behind and ahead_ended_at is None and previous_end.query():
             ahead_ended_at = time.time()
         return {
