@@ -209,8 +209,8 @@ class Timing:
     lead_ms: dict | None = None
     # Per side probed, whether its calls wait for the device inside (``samplers.CudaSampler._probe_waits``): such a
     # side is led only by the work its call leaves running after it returns (``QueueLead.left_running``: one that waits
-    # partway), its lead above 0 where it waits at its end. A side not probed (its host well ahead of its GPU work) is
-    # absent.
+    # partway; its lead above is 0 where it waits at its end). A side not probed (its host well ahead of its GPU work)
+    # is absent.
     waits_for_device: dict | None = None
     # The seconds those probes took, both sides: ``{"before_turn": .., "in_turn": ..}`` (the warm-up's, beside the shared
     # work, and the measurement's own, in its turn with nothing measured), the batches still queued ahead of a probe
