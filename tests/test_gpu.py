@@ -1254,6 +1254,26 @@ def test_an_evaluation_records_the_offsets_its_placements_inputs_got(tmp_path):
     assert all(moved[str(k)] == [placement_offset(k)] for k in range(1, placements))
 
 
+def _host_busy(ms: float) -> None:
+    """Keep the host busy for ``ms`` (a call slow to queue its work, as a batched potrf's many launches are)."""
+    import time
+
+    until = time.perf_counter() + ms / 1000
+    while time.perf_counter() < until:
+        pass
+
+
+def _waits_for_the_device(cycles_per_ms: float):
+    """A call that queues 2 ms of GPU work and waits for it, as ``torch.linalg.cholesky`` waits to check its result."""
+    import torch
+
+    def call():
+        torch.cuda._sleep(int(2 * cycles_per_ms))
+        torch.cuda.synchronize()
+
+    return call
+
+
 def test_a_sample_after_a_call_that_waits_for_the_device_is_led_so_the_hosts_pace_stays_out():
     """A side whose host takes 1 ms to queue 2 ms of GPU work, measured against one that waits for the device inside
     its call (as ``torch.linalg.cholesky`` does): the samples that follow the waiting side find the GPU's queue
@@ -1262,8 +1282,6 @@ def test_a_sample_after_a_call_that_waits_for_the_device_is_led_so_the_hosts_pac
     found to wait, and is not led (its host time covers its GPU time: a lead would only sleep). The host-paced side,
     its host at a third of its GPU time on an empty queue (over ``queue_lead.WAIT_PROBE_CALL_SHARE``), is probed too
     and found not waiting, and is led by its pace."""
-    import time
-
     import torch
 
     from runner.worker import timing as timing_module
@@ -1271,16 +1289,11 @@ def test_a_sample_after_a_call_that_waits_for_the_device_is_led_so_the_hosts_pac
     from runner.worker.samplers import _sleep_cycles_per_ms
 
     cycles_per_ms = _sleep_cycles_per_ms()
+    waits_for_the_device = _waits_for_the_device(cycles_per_ms)
 
     def host_paced():
-        until = time.perf_counter() + 0.001
-        while time.perf_counter() < until:
-            pass
+        _host_busy(1.0)
         torch.cuda._sleep(int(2 * cycles_per_ms))
-
-    def waits_for_the_device():
-        torch.cuda._sleep(int(2 * cycles_per_ms))
-        torch.cuda.synchronize()
 
     medians, led, waits = {}, {}, {}
     for lead in (False, True):
@@ -1321,7 +1334,6 @@ def test_a_call_that_waits_partway_is_found_waiting_and_led_by_what_it_leaves_ru
     left running after it returned, so behind a reference sample it takes its own side's time. The reference leaves
     nothing running and is not led."""
     import statistics
-    import time
 
     import torch
 
@@ -1332,21 +1344,13 @@ def test_a_call_that_waits_partway_is_found_waiting_and_led_by_what_it_leaves_ru
     from runner.worker.samplers import _sleep_cycles_per_ms
 
     cycles_per_ms = _sleep_cycles_per_ms()
-
-    def host_work(ms: float) -> None:
-        until = time.perf_counter() + ms / 1000
-        while time.perf_counter() < until:
-            pass
-
-    def waits_for_the_device():
-        torch.cuda._sleep(int(2 * cycles_per_ms))
-        torch.cuda.synchronize()
+    waits_for_the_device = _waits_for_the_device(cycles_per_ms)
 
     def waits_partway():
-        host_work(0.5)
+        _host_busy(0.5)
         torch.cuda._sleep(int(2 * cycles_per_ms))
         torch.cuda.synchronize()  # the factors checked on the host
-        host_work(0.5)
+        _host_busy(0.5)
         torch.cuda._sleep(int(1.5 * cycles_per_ms))
 
     runs = {}

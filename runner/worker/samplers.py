@@ -282,8 +282,9 @@ class CudaSampler:
             # beside) returns before it, a call that waits after it again.
             want_ms = 2 * took_ms + WAIT_PROBE_MARGIN_MS
         torch.cuda.synchronize(self.device)
-        if gpu_ms - host_ms >= WAITING_LEAD_MIN_MS:  # it waits partway: led by the work its call leaves running
-            self.leads.left_running[label] = gpu_ms - host_ms
+        left_ms = gpu_ms - host_ms  # the GPU work its call left running after it returned
+        if left_ms >= WAITING_LEAD_MIN_MS:  # it waits partway: led by that
+            self.leads.left_running[label] = left_ms
         return True
 
     def _one_call(self, fn) -> tuple[float, float]:
