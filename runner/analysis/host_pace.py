@@ -16,7 +16,8 @@ tell the two apart, and whether the side was found to wait for the device inside
 such a side is led only by what its call leaves running after it returns, none where it waits at its end; None where it
 was not probed). torch_compile's batched_solve_small_fp32, which waits partway and was not led, took 4.04 ms behind the
 eager reference and 3.81 behind its own side on the H100 (seventy-fourth session): its host's launches before its
-wait. A group of fewer than ``MIN_SAMPLES`` samples is not judged.
+wait; led by what its call leaves running, 3.509 and 3.510 (seventy-fifth). A group of fewer than ``MIN_SAMPLES``
+samples is not judged.
 """
 
 from __future__ import annotations

@@ -80,7 +80,10 @@ class QueueLead:
     its factoring is queued while the last call's solves run; behind the eager reference, which waits at its end, the
     queue is empty and the factoring's launches lie in the sample: 3.81 ms behind its own side, 4.04 behind the other
     and 4.11 first in a batch on the H100 (seventy-fourth session, ``runner.bench paced``). Such a side is led by what
-    its probe's call left running (``left_running``), so its samples start behind as much work as behind its own.
+    its probe's call left running (``left_running``), so its samples start behind as much work as behind its own: led
+    so (1.35 ms), it took 3.509 ms behind the reference and 3.510 behind its own side on another H100 (seventy-fifth
+    session). Behind its own side its lead tops up only the microseconds the host took between the two calls (33-48 us
+    a sample there, 2.8 ms of sleep in a 3.6 s evaluation), which counts those samples as led.
 
     The cap at the side's GPU time keeps a lead from sleeping longer than the call it leads runs; its price is paid by
     a side whose host is slower than its GPU work where little is queued: a batch's first sample of it, behind one
