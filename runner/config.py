@@ -159,6 +159,11 @@ class ExecutorConfig:
     # contexts off cut the slowed batches only from 4.7% to 4.3%, for 4 points of duty (BENCHMARKS.md,
     # thirteenth session): off by default, there to reproduce that.
     spare_context_under_token: bool = False
+    # Whether a measurement one of whose sides waits for the device inside its calls (its host sets its pace) holds the
+    # device's context lock from then to the end of its turn, so no other worker or warm-up makes its CUDA context
+    # beside it: 21 of 47 such batches beside a context ran over 10% slow, 12 of 81 beside none, in a cold torch_compile
+    # pass on an H100 (runner/worker/quiet_turn.py; BENCHMARKS.md, seventy-sixth session). A GPU with a token only.
+    quiet_waiting_turns: bool = True
     warmup_workers: int = 0
     # Whether the compile warm-up runs beside the sweep (its workers keep ahead of it; each holds the device's token
     # shared for its device work and none while Dynamo compiles, at the lowest CPU priority: runner/warmup_beside.py)

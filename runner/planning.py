@@ -117,6 +117,7 @@ def prepare_job(
         "threads": s.cpu_threads,
         "measurement_isolation": s.measurement_isolation,
         "release_under_token": s.release_under_token,
+        "quiet_waiting_turns": s.quiet_waiting_turns,
         "preload_kernels": s.preload_kernels,
         "preload_candidate": s.preload_candidate,
         "meta": job_meta(s, evaluation),

@@ -48,6 +48,8 @@ class RunSettings:
     measurement_isolation: str = ISOLATE_DEVICE  # what a measurement excludes (runner/worker/device_token.py)
     # Device memory given back and cleared with the token held, not by the exit (runner/worker/memory_release.py).
     release_under_token: bool = False
+    # A turn whose side waits for the device holds the context lock: no context made beside it (runner/worker/quiet_turn.py).
+    quiet_waiting_turns: bool = True
     # The reference's kernels loaded before the first shared phase (runner/worker/preload.py).
     preload_kernels: bool = False
     preload_candidate: bool = False  # kbench's own torch_compile candidate's first calls too (the worker checks it)

@@ -247,6 +247,16 @@ def one_task_reference_run(tmp_path: Path, *overrides: str) -> Path:
     return job_dir
 
 
+def executor_switch_result(tmp_path: Path, key: str, flag: str) -> dict:
+    """``one_task_reference_run`` with ``executor.KEY=FLAG`` (true or false): its job must say so under ``key`` and its
+    evaluation be correct; the result."""
+    job_dir = one_task_reference_run(tmp_path, f"executor.{key}={flag}")
+    assert json.loads((job_dir / "job.json").read_text())[key] is (flag == "true")
+    result = json.loads((job_dir / "out" / "result.json").read_text())
+    assert result["verdict"]["status"] == "correct"
+    return result
+
+
 def in_process_job(tmp_path: Path, task: str, candidate: str, task_id: str, shapes: dict, settings) -> dict:
     """A CPU job of ``candidate`` against ``task`` (sources) for ``runner.worker.evaluate.evaluate`` in the
     test's own process: the files in ``tmp_path``, two trials on the ``small`` shape, ``perf`` timed with

@@ -95,7 +95,9 @@ def test_repeat_pairs_tasks_and_reports_duty(two_passes):
         assert row["sm_clock_mhz"] == [None, None] and row["at_matched_clocks"] is None
         assert row["preload_not_done"] == []  # no capture on a CPU: none failed
         assert row["led_pct"] == [None, None]  # the host clock leads nothing
+        assert row["waits_for_device"] == []  # no wait probe on the host clock
     assert figures["preload_not_done"] == {"pairs": 0, "in_largest": 0}
+    assert figures["waits_for_device"] == {"pairs": 0, "in_largest": 0}
     beyond = figures["beyond_noise"]
     assert beyond["z_over_2"] == sum(row["z"] > 2 for row in largest)
     assert beyond["z_over_2_pct"] == pytest.approx(50 * beyond["z_over_2"])
@@ -146,6 +148,25 @@ def test_repeat_gives_each_runs_share_of_led_samples_per_side(two_passes, tmp_pa
     assert first is None
     assert second == {"candidate": pytest.approx(100 * (samples[0] // 2) / samples[0]), "reference": 0.0}
     assert rows["leaky_relu_fp32"]["led_pct"] == [None, None]
+
+
+def test_repeat_names_the_sides_found_waiting_for_the_device(two_passes, tmp_path: Path):
+    """A side whose wait probe found its calls waiting for the device in either run (``timing.waits_for_device``) is
+    named in its row and the pair counted among all and the largest; a side probed and found not waiting is not."""
+    run, paths = _copy_of(two_passes[1], tmp_path)
+    results = {json.loads(path.read_text())["task_id"]: path for path in paths}
+    for task, found in (
+        ("gelu_tanh", {"reference": True, "candidate": False}),
+        ("leaky_relu_fp32", {"reference": False}),
+    ):
+        result = json.loads(results[task].read_text())
+        result["timing"]["waits_for_device"] = found
+        results[task].write_text(json.dumps(result))
+    figures = repeat(two_passes[0], run)
+    rows = {row["task"]: row for row in figures["largest"]}
+    assert rows["gelu_tanh"]["waits_for_device"] == ["reference"]
+    assert rows["leaky_relu_fp32"]["waits_for_device"] == []
+    assert figures["waits_for_device"] == {"pairs": 1, "in_largest": 1}
 
 
 def _without(run_dir: Path, task_id: str, copy: Path) -> Path:

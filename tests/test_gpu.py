@@ -1377,6 +1377,59 @@ def test_a_call_that_waits_partway_is_found_waiting_and_led_by_what_it_leaves_ru
     assert not led["behind_other"] and abs(median(led["led"]) - median(unled["behind_own"])) < 0.1, (led, unled)
 
 
+def test_a_turn_with_a_side_that_waits_for_the_device_holds_the_context_lock(tmp_path):
+    """A side that waits for the device inside its calls (as ``torch.linalg.cholesky`` does) against one that does
+    not: found waiting by its probe, the measurement takes the device's context lock from its first batch on, so a
+    worker making its CUDA context meanwhile would wait, and the caller lets it go after the turn
+    (runner/worker/quiet_turn.py). Two sides that do not wait never ask for it."""
+    import subprocess
+    import sys
+
+    import torch
+
+    from runner.worker import timing as timing_module
+    from runner.worker.device_token import context_lock_of, create_token_files
+    from runner.worker.protocol import TimingSettings
+    from runner.worker.quiet_turn import QuietTurn
+    from runner.worker.samplers import _sleep_cycles_per_ms
+
+    cycles_per_ms = _sleep_cycles_per_ms()
+    waits = _waits_for_the_device(cycles_per_ms)
+
+    def queues():
+        torch.cuda._sleep(int(2 * cycles_per_ms))
+
+    token = create_token_files(tmp_path / "gpu.work")
+    try_lock = (
+        "import fcntl, os, sys\n"
+        "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+        "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); print('free')\n"
+        "except BlockingIOError:\n    print('held')\n"
+    )
+
+    def lock_state() -> str:
+        out = subprocess.run(
+            [sys.executable, "-c", try_lock, str(context_lock_of(token))], capture_output=True, text=True, timeout=60
+        )
+        return out.stdout.strip()
+
+    settings = TimingSettings(min_samples=40, max_samples=40, batch=10, warmup_ms=0.0, target_noise=0.0)
+    quiet = QuietTurn(token)
+    timing, _ = timing_module.measure_pair(waits, queues, torch.device("cuda"), settings, "perf", 3, quiet=quiet)
+    try:
+        assert timing.waits_for_device.get("reference") is True, timing.wait_probe_calls
+        assert quiet.asked and "not taken" not in quiet.record, quiet.record
+        assert timing.window[0] <= quiet.record["window"][0] <= timing.window[1], (timing.window, quiet.record)
+        assert lock_state() == "held"
+    finally:
+        quiet.release()
+    assert lock_state() == "free" and quiet.record["window"][1] >= timing.window[1] - 1e-3
+    neither = QuietTurn(token)
+    timing, _ = timing_module.measure_pair(queues, queues, torch.device("cuda"), settings, "perf", 3, quiet=neither)
+    assert not any((timing.waits_for_device or {}).values()) and not neither.asked, timing.waits_for_device
+    neither.release()
+
+
 def test_bench_all_runs_the_protocol_on_the_gpu(tmp_path):
     """``make bench``'s protocol on two tasks: both methods' pairs (the second pass on the first one's compiled
     kernels), the floors where a task moved over its target, the lock pair; every figure judged. The file's longest

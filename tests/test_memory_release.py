@@ -13,7 +13,7 @@ import torch
 from runner.analysis.duty import duty
 from runner.configure import compose_config, hashed_yaml, to_settings
 from runner.worker.memory_release import GIB, SCRUB_S_PER_GIB, release_device_memory, scrub_seconds
-from tests.conftest import one_task_reference_run
+from tests.conftest import executor_switch_result, one_task_reference_run
 
 
 def test_the_setting_is_off_by_default_and_not_part_of_the_configurations_identity():
@@ -38,10 +38,7 @@ def test_off_a_gpu_nothing_is_given_back():
 
 @pytest.mark.parametrize("flag", ["true", "false"])
 def test_the_run_writes_the_setting_into_each_job(tmp_path: Path, flag: str):
-    job_dir = one_task_reference_run(tmp_path, f"executor.release_under_token={flag}")
-    assert json.loads((job_dir / "job.json").read_text())["release_under_token"] is (flag == "true")
-    result = json.loads((job_dir / "out" / "result.json").read_text())
-    assert result["verdict"]["status"] == "correct"
+    result = executor_switch_result(tmp_path, "release_under_token", flag)
     assert "device_memory_released" not in result["environment"]  # a CPU job: nothing to give back
 
 

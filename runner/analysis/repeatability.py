@@ -68,6 +68,7 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
                     samples=samples_path(run_dir, result.eval_id),
                     preloads_not_done=preloads_not_done(result.environment),
                     led=led_shares(timing),
+                    waiting={side for side, found in (timing.waits_for_device or {}).items() if found},
                 )
         return out
 
@@ -109,6 +110,10 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
             "preload_not_done": sorted(first.preloads_not_done | second.preloads_not_done),
             # Each run's share of each side's samples that started behind a lead, in percent (``led_shares``).
             "led_pct": [first.led, second.led],
+            # The sides whose wait probe found their calls waiting for the device, in either run
+            # (``timing.waits_for_device``): their time is the host's pace between kernels, and what else the host and
+            # the driver do meanwhile moves it.
+            "waits_for_device": sorted(first.waiting | second.waiting),
         }
         if row["autotuning"] == "different":
             row["kernels_differing"] = kernels_differing(first.ran, second.ran)
@@ -134,10 +139,18 @@ def repeat(run_a: Path, run_b: Path, *more_pairs: Path, floors: tuple[Path, ...]
         # How many pairs ran their autotuned kernels alike (runner/worker/autotuning.py): two cold compiles may not.
         "autotuning": {state: sum(row["autotuning"] == state for row in moved) for state in AUTOTUNING_STATES},
         # The pairs whose worker's preload capture failed at some shape (a host read inside it, say), among all and
-        # among the largest: they held 5 of torch_compile's 11 largest moves on the H200 (fifty-seventh session).
+        # among the largest: they held 5 of torch_compile's 11 largest moves on the H200 (fifty-seventh session), yet
+        # on an H100 their references moved as much as their candidates (|moved| median 0.137% and 0.139% where the
+        # candidate's capture failed in both runs, 0.067% and 0.065% where none did: the kinds of task, not the
+        # capture; seventy-sixth session).
         "preload_not_done": {
             "pairs": sum(bool(row["preload_not_done"]) for row in moved),
             "in_largest": sum(bool(row["preload_not_done"]) for row in largest),
+        },
+        # The pairs with a side found waiting for the device (``waits_for_device`` above), among all and the largest.
+        "waits_for_device": {
+            "pairs": sum(bool(row["waits_for_device"]) for row in moved),
+            "in_largest": sum(bool(row["waits_for_device"]) for row in largest),
         },
         # Which tasks moved most: a quantile over the target is a question about these.
         "largest": largest,
@@ -165,6 +178,7 @@ class _Measured(NamedTuple):
     samples: Path
     preloads_not_done: set[str]
     led: dict | None  # ``led_shares``
+    waiting: set[str]  # the sides found waiting for the device (``timing.waits_for_device``)
 
 
 def led_shares(timing) -> dict | None:

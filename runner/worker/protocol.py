@@ -222,6 +222,11 @@ class Timing:
     # settled it: its host well ahead of its GPU work). Before the sixty-eighth session the one call was timed only
     # where the history held fewer than three calls (``gpu_ms`` None otherwise, and ``history_host_ms`` absent).
     wait_probe_calls: dict | None = None
+    # Where a side waits for the device inside its calls and ``executor.quiet_waiting_turns`` is on, the device's
+    # context lock held from that batch on, so no other worker made its CUDA context meanwhile
+    # (``runner/worker/quiet_turn.py``): ``asked_at``, ``waited_s``, ``window`` ([start, end], held) or ``not taken``
+    # (why). None where it was not asked (no side waits, the setting off, a CPU).
+    quiet_turn: dict | None = None
 
 
 @dataclass

@@ -13,12 +13,13 @@ import torch
 from runner.analysis.roofline import roofline_for
 from runner.worker.compare import queue_comparison
 from runner.worker.correctness import ReferenceOutputs
-from runner.worker.device_token import EXCLUSIVE, SHARED, WAIT_STAGE, DeviceToken
+from runner.worker.device_token import EXCLUSIVE, SHARED, TOKEN_ENV, WAIT_STAGE, DeviceToken
 from runner.worker.input_offsets import InputOffsets
 from runner.worker.integrity import unjoined_work
 from runner.worker.loading import as_output_list, build_model, make_inputs
 from runner.worker.placements import PlacementMaker, TimedSide, timing_inputs, weight_copies
 from runner.worker.protocol import Result, TimingSettings, Verdict
+from runner.worker.quiet_turn import QuietTurn
 from runner.worker.stages import CheckCost, StageClock, Stop, failure
 from runner.worker.timing import GpuThrottled, instruments, measure_pair
 
@@ -90,6 +91,8 @@ def time_pair(
         token.hold(EXCLUSIVE)
         clock.mark("timing")
 
+    # Held from the batch where a side is known to wait for the device, no other context made beside it (quiet_turn.py).
+    quiet = QuietTurn(os.environ.get(TOKEN_ENV)) if job.get("quiet_waiting_turns") and device.type == "cuda" else None
     try:
         timing, raw = measure_pair(
             [reference.rotation(group, placement) for placement, group in enumerate(groups)],
@@ -101,13 +104,18 @@ def time_pair(
             tools=tools,
             turn=take_turn,
             grow=grow,
+            quiet=quiet,
         )
     except GpuThrottled as exc:  # the GPU's fault, not the candidate's: no verdict on its speed
         raise Stop(Verdict("infra_error", "gpu_throttled", str(exc)[:500], "timing")) from None
     except Exception as exc:
         raise Stop(failure("runtime_error", "timing_failed", exc, "timing")) from None
     finally:
+        if quiet is not None:
+            quiet.release()
         token.hold(SHARED)
+    if quiet is not None and quiet.asked:
+        timing.quiet_turn = quiet.record
     timing.input_sets = len(groups[0])
     timing.weight_copies = len(references)
     timing.input_seed = timed_seed

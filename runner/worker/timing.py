@@ -92,6 +92,7 @@ from runner.worker.placement_judge import (
     sampled_enough_after,
 )
 from runner.worker.protocol import SIDES, Timing, TimingSettings
+from runner.worker.quiet_turn import QuietTurn
 from runner.worker.samplers import CudaSampler, HostSampler, run_batch, warm_up
 from runner.worker.stopping import (
     audit_counts,
@@ -163,6 +164,7 @@ def measure_pair(
     tools: Instruments | None = None,
     turn: Callable[[], None] | None = None,
     grow: Callable[[int], list[tuple]] | None = None,
+    quiet: QuietTurn | None = None,
 ) -> tuple[Timing, dict]:
     """Time ``reference`` and ``candidate``: each a zero-argument closure, or a list of them, one per
     placement (the same call on inputs, outputs and weights at other addresses; both lists equally long).
@@ -174,6 +176,8 @@ def measure_pair(
     warm-up ran beside shared work while it queued: ``DeviceToken.approach``); the timing window starts
     after it. ``grow``: asked for up to N more placements during the turn where the placements' speedups call for
     them, it returns the (reference, candidate) closures of those it made (fewer, or none, where memory is short).
+    ``quiet``: held (``QuietTurn.hold``) from the first batch launched once a side is known to wait for the device
+    inside its calls (its lead's probe); the caller lets it go after the turn.
     """
     cuda = device.type == "cuda"
     references = list(reference) if isinstance(reference, (list, tuple)) else [reference]
@@ -257,6 +261,8 @@ def measure_pair(
             sampled_enough_after(kept_at_placement, pending.placement, judged_count),
         )
         if not stopping and not last_likely and kept.pairs + waiting < settings.max_samples:
+            if quiet is not None and leads is not None and not quiet.asked and any(leads.waits.values()):
+                quiet.hold()  # a side waits for the device: no other context made from this batch on (quiet_turn.py)
             order = batch_order(rng, batch)
             # The side with fewer audits kept while one has fewer than MIN_AUDITS (queued ones counted), from a
             # random start; then one side, alternating, where a draw under ``audit_share`` says so (its own
