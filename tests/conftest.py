@@ -247,6 +247,28 @@ def one_task_reference_run(tmp_path: Path, *overrides: str) -> Path:
     return job_dir
 
 
+# A process that says whether it could take a flock on the file it is given at once.
+_TRY_LOCK = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("free")
+except BlockingIOError:
+    print("held")
+"""
+
+
+def context_lock_free(token: Path) -> bool:
+    """Whether another process could take the device's context lock at once (a context made now would not wait)."""
+    from runner.worker.device_token import context_lock_of
+
+    out = subprocess.run(
+        [sys.executable, "-c", _TRY_LOCK, str(context_lock_of(token))], capture_output=True, text=True, timeout=60
+    )
+    return out.stdout.strip() == "free"
+
+
 def executor_switch_result(tmp_path: Path, key: str, flag: str) -> dict:
     """``one_task_reference_run`` with ``executor.KEY=FLAG`` (true or false): its job must say so under ``key`` and its
     evaluation be correct; the result."""

@@ -12,7 +12,15 @@ from tests.adversarial.test_corpus import CASES, expected_verdict, run_corpus
 from tests.adversarial.test_kernel_cases import CASES as KERNEL_CASES
 from tests.adversarial.test_kernel_cases import expected_verdict as kernel_verdict
 from tests.adversarial.test_kernel_cases import run_kernel_cases
-from tests.conftest import FAST_TIMING, kbench, make_kernelbench_dir, result_records, results_of, write_candidates
+from tests.conftest import (
+    FAST_TIMING,
+    context_lock_free,
+    kbench,
+    make_kernelbench_dir,
+    result_records,
+    results_of,
+    write_candidates,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -1382,13 +1390,10 @@ def test_a_turn_with_a_side_that_waits_for_the_device_holds_the_context_lock(tmp
     not: found waiting by its probe, the measurement takes the device's context lock from its first batch on, so a
     worker making its CUDA context meanwhile would wait, and the caller lets it go after the turn
     (runner/worker/quiet_turn.py). Two sides that do not wait never ask for it."""
-    import subprocess
-    import sys
-
     import torch
 
     from runner.worker import timing as timing_module
-    from runner.worker.device_token import context_lock_of, create_token_files
+    from runner.worker.device_token import create_token_files
     from runner.worker.protocol import TimingSettings
     from runner.worker.quiet_turn import QuietTurn
     from runner.worker.samplers import _sleep_cycles_per_ms
@@ -1400,19 +1405,6 @@ def test_a_turn_with_a_side_that_waits_for_the_device_holds_the_context_lock(tmp
         torch.cuda._sleep(int(2 * cycles_per_ms))
 
     token = create_token_files(tmp_path / "gpu.work")
-    try_lock = (
-        "import fcntl, os, sys\n"
-        "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
-        "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); print('free')\n"
-        "except BlockingIOError:\n    print('held')\n"
-    )
-
-    def lock_state() -> str:
-        out = subprocess.run(
-            [sys.executable, "-c", try_lock, str(context_lock_of(token))], capture_output=True, text=True, timeout=60
-        )
-        return out.stdout.strip()
-
     settings = TimingSettings(min_samples=40, max_samples=40, batch=10, warmup_ms=0.0, target_noise=0.0)
     quiet = QuietTurn(token)
     timing, _ = timing_module.measure_pair(waits, queues, torch.device("cuda"), settings, "perf", 3, quiet=quiet)
@@ -1420,10 +1412,10 @@ def test_a_turn_with_a_side_that_waits_for_the_device_holds_the_context_lock(tmp
         assert timing.waits_for_device.get("reference") is True, timing.wait_probe_calls
         assert quiet.asked and "not taken" not in quiet.record, quiet.record
         assert timing.window[0] <= quiet.record["window"][0] <= timing.window[1], (timing.window, quiet.record)
-        assert lock_state() == "held"
+        assert not context_lock_free(token)
     finally:
         quiet.release()
-    assert lock_state() == "free" and quiet.record["window"][1] >= timing.window[1] - 1e-3
+    assert context_lock_free(token) and quiet.record["window"][1] >= timing.window[1] - 1e-3
     neither = QuietTurn(token)
     timing, _ = timing_module.measure_pair(queues, queues, torch.device("cuda"), settings, "perf", 3, quiet=neither)
     assert not any((timing.waits_for_device or {}).values()) and not neither.asked, timing.waits_for_device

@@ -16,7 +16,7 @@ from runner.configure import compose_config, hashed_yaml, to_settings
 from runner.gpu.lock import work_token
 from runner.worker.device_token import context_lock_of, create_token_files, one_context_at_a_time
 from runner.worker.quiet_turn import QuietTurn
-from tests.conftest import executor_switch_result
+from tests.conftest import context_lock_free, executor_switch_result
 
 # A process that holds the context lock as a worker making its context does, for a time given, saying when it has it.
 _HOLDER = """
@@ -27,29 +27,11 @@ with one_context_at_a_time(sys.argv[1], record):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
 """
-# A process that says whether it could take the context lock at once (a context made now would not wait).
-_TRY = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-try:
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    print("free")
-except BlockingIOError:
-    print("held")
-"""
 
 
 @pytest.fixture
 def token(tmp_path: Path) -> Path:
     return create_token_files(tmp_path / "gpu.work")
-
-
-def _free(token: Path) -> bool:
-    """Whether another process could take the context lock at once."""
-    out = subprocess.run(
-        [sys.executable, "-c", _TRY, str(context_lock_of(token))], capture_output=True, text=True, timeout=60
-    )
-    return out.stdout.strip() == "free"
 
 
 def _held_elsewhere(token: Path, seconds: float) -> subprocess.Popen:
@@ -64,12 +46,12 @@ def _held_elsewhere(token: Path, seconds: float) -> subprocess.Popen:
 def test_a_free_lock_is_held_for_the_turn_and_let_go_after_it(token: Path):
     quiet = QuietTurn(token)
     assert not quiet.asked
-    assert _free(token)
+    assert context_lock_free(token)
     assert quiet.hold() is True
     assert quiet.asked and quiet.hold() is True  # asked once: a second call only says so
-    assert not _free(token)  # a worker making its context now would wait for the turn
+    assert not context_lock_free(token)  # a worker making its context now would wait for the turn
     quiet.release()
-    assert _free(token)
+    assert context_lock_free(token)
     start, end = quiet.record["window"]
     assert quiet.record["asked_at"] <= start <= end and quiet.record["waited_s"] < 0.5
     assert "not taken" not in quiet.record
@@ -83,9 +65,9 @@ def test_a_context_being_made_is_waited_for_then_the_lock_is_held(token: Path):
         assert quiet.hold() is True
         # It waited for the other process's context, not the whole limit.
         assert 0.1 < quiet.record["waited_s"] < 15, quiet.record
-        assert not _free(token)
+        assert not context_lock_free(token)
         quiet.release()
-        assert _free(token)
+        assert context_lock_free(token)
     finally:
         holder.wait(timeout=60)
 
@@ -105,7 +87,7 @@ def test_a_lock_held_past_the_limit_is_given_up_and_let_go_at_once_when_it_comes
         holder.wait(timeout=60)
     # The thread that was still waiting got the lock after the holder and let it go at once: contexts go on.
     deadline = time.monotonic() + 30
-    while not _free(token):
+    while not context_lock_free(token):
         assert time.monotonic() < deadline, "the given-up lock was kept"
         time.sleep(0.05)
 
@@ -142,7 +124,7 @@ def test_the_lock_is_the_one_the_run_s_workers_make_their_contexts_under(tmp_pat
     assert context_lock_of(path).exists()
     quiet = QuietTurn(path)
     assert quiet.hold()
-    assert not _free(path)
+    assert not context_lock_free(path)
     quiet.release()
 
 

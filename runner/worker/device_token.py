@@ -303,14 +303,8 @@ def one_context_at_a_time(token: str | Path | None, record: dict):
     such file (a token made by an older kbench); the record says why. It is an exclusive flock on a read-only
     descriptor, as the token's: the kernel drops it if the holder dies. Its waits and window go into ``record``:
     ``waited_s``, ``window`` ([start, end], epoch seconds, the lock held), or ``not taken``."""
-    if not token:
-        record["not taken"] = "no device token"
-        yield
-        return
-    try:
-        descriptor = os.open(context_lock_of(token), os.O_RDONLY | os.O_CLOEXEC)
-    except OSError as exc:
-        record["not taken"] = f"{type(exc).__name__}: {exc}"
+    descriptor = open_context_lock(token, record)
+    if descriptor is None:
         yield
         return
     try:
@@ -325,6 +319,20 @@ def one_context_at_a_time(token: str | Path | None, record: dict):
             fcntl.flock(descriptor, fcntl.LOCK_UN)
     finally:
         os.close(descriptor)
+
+
+def open_context_lock(token: str | Path | None, record: dict) -> int | None:
+    """A read-only descriptor on the device's context lock (``context_lock_of(token)``) to flock; None where there is
+    no token path (a run without one) or no such file (a token made by an older kbench), ``record["not taken"]``
+    saying which."""
+    if not token:
+        record["not taken"] = "no device token"
+        return None
+    try:
+        return os.open(context_lock_of(token), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        record["not taken"] = f"{type(exc).__name__}: {exc}"
+        return None
 
 
 def token_windows(record: dict) -> list[tuple[float, float, str]]:

@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from runner.worker.device_token import context_lock_of
+from runner.worker.device_token import open_context_lock
 
 # The longest the turn waits for a context being made to be done before it samples without the lock.
 WAIT_S = 1.0
@@ -59,15 +59,10 @@ class QuietTurn:
         """Take the context lock, waiting at most ``wait_s`` for a context being made; whether it is held. Asked once:
         a second call only says whether the first one got it."""
         if self.asked:
-            return self._held.is_set() and not self._given_up
+            return self._held.is_set()  # never set once given up: the late thread lets the lock go instead
         self.record["asked_at"] = asked = time.time()
-        if not self.token:
-            self.record["not taken"] = "no device token"
-            return False
-        try:
-            self._descriptor = os.open(context_lock_of(self.token), os.O_RDONLY | os.O_CLOEXEC)
-        except OSError as exc:
-            self.record["not taken"] = f"{type(exc).__name__}: {exc}"
+        self._descriptor = open_context_lock(self.token, self.record)
+        if self._descriptor is None:
             return False
         try:
             fcntl.flock(self._descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
