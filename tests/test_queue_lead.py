@@ -856,3 +856,80 @@ def test_an_audited_batch_with_another_queued_behind_it_is_refused(stream):
         sampler.close(first, call)
     sampler.close(second, call)  # the last queued: its audit follows its samples
     assert sampler.times(second)[1] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("call_ms, in_turn", [(3.0, True), (0.5, False)])
+def test_the_timing_loop_holds_the_context_lock_from_the_batch_where_a_side_is_known_to_wait(
+    stream, tmp_path, call_ms, in_turn
+):
+    """``timing.measure_pair``'s side of a quiet turn (runner/worker/quiet_turn.py), on the simulated stream with the
+    device's real context lock: the reference waits for the device inside its calls (``call_ms`` queued, then waited
+    for, as ``torch.linalg.cholesky``), the candidate takes the host 0.1 ms to queue as much. The loop takes the lock
+    before the first batch it launches once the probe has found the reference waiting, and holds it for every batch
+    after, whether the probe ran before the turn (a short round: the warm-up's second launch) or in the turn's first
+    launch (a 6 ms round, the warm-up's only one); the caller lets it go. Two sides that do not wait, one of them probed,
+    never ask for it.
+    (tests/test_gpu.py's ``..._holds_the_context_lock`` runs the same on a GPU's own probe.)"""
+    from runner.worker import timing as timing_module
+    from runner.worker.clocks import ClockMonitor
+    from runner.worker.device_token import create_token_files
+    from runner.worker.protocol import TimingSettings
+    from runner.worker.quiet_turn import QuietTurn
+    from tests.conftest import context_lock_free
+
+    token = create_token_files(tmp_path / "gpu.work")
+
+    def waits():
+        stream.queue(call_ms)
+        stream.synchronize()
+
+    def measured(reference, candidate, quiet):
+        """The timing, and for each batch the turn launched: whether a side was known to wait as it was launched, and
+        whether another process could have taken the context lock then."""
+        sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+        launches, in_the_turn = [], []
+        launch = sampler.launch
+
+        def watched_launch(fns, labels=None):
+            if in_the_turn:
+                launches.append((any(sampler.leads.waits.values()), context_lock_free(token)))
+            return launch(fns, labels)
+
+        sampler.launch = watched_launch
+        settings = TimingSettings(min_samples=60, max_samples=60, batch=10, warmup_ms=0.0, target_noise=0.0)
+        tools = timing_module.Instruments(sampler, ClockMonitor(None))
+        timing, _ = timing_module.measure_pair(
+            reference,
+            candidate,
+            torch.device("cuda"),
+            settings,
+            "s",
+            3,
+            tools=tools,
+            turn=lambda: in_the_turn.append(True),
+            quiet=quiet,
+        )
+        return timing, launches
+
+    quiet = QuietTurn(token)
+    timing, launches = measured(waits, _queueing(stream, 0.1, call_ms), quiet)
+    try:
+        assert timing.waits_for_device.get("reference") is True and not timing.waits_for_device.get("candidate")
+        assert len(launches) >= 6
+        # The first batch launched with the wait known is the first one the lock is held for; every batch after, too.
+        first_known = [known for known, _ in launches].index(True)
+        assert first_known == (1 if in_turn else 0), launches
+        assert [free for _, free in launches] == [True] * first_known + [False] * (len(launches) - first_known)
+        assert quiet.asked and "not taken" not in quiet.record and quiet.record["waited_s"] < 0.5, quiet.record
+        assert timing.window[0] <= quiet.record["window"][0] <= timing.window[1]
+        assert not context_lock_free(token)  # still held as measure_pair returns: its caller lets it go
+    finally:
+        quiet.release()
+    assert context_lock_free(token) and quiet.record["window"][1] >= timing.window[1]
+
+    # The reference's host half its GPU time: probed, and found not waiting.
+    neither = QuietTurn(token)
+    timing, launches = measured(_queueing(stream, call_ms / 2, call_ms), _queueing(stream, 0.1, call_ms), neither)
+    assert timing.waits_for_device.get("reference") is False and not neither.asked, timing.waits_for_device
+    assert all(free for _, free in launches) and len(launches) >= 6
+    neither.release()

@@ -1,7 +1,8 @@
 """A turn kept clear of other CUDA contexts (runner/worker/quiet_turn.py): the device's context lock taken for the turn
 from the batch where a side waits for the device, a context being made waited for at most ``wait_s``, the lock let
 go after the turn, what happened recorded; the setting reaches each job. Real flocks between real processes; the
-timing loop's side of it (asked only once a side is found waiting) needs a GPU's wait probe: tests/test_gpu.py."""
+timing loop's side of it (asked only once a side is found waiting) on the simulated stream in
+tests/test_queue_lead.py, and on a GPU's own wait probe in tests/test_gpu.py."""
 
 from __future__ import annotations
 
