@@ -659,10 +659,10 @@ def test_the_timing_loop_queues_each_batch_behind_the_last_so_the_gpu_never_wait
     assert raw["sync_audit_chain"] == expected and max(max(c) for c in expected.values()) >= 2
 
 
-def _measured_on_the_stream(stream, reference, candidate, seed: int, slow_audit=None):
+def _measured_on_the_stream(stream, reference, candidate, seed: int, slow_audit=None, turn=None, quiet=None):
     """``timing.measure_pair`` on the simulated stream, 200 pairs in batches of 10 (20 batches; the first six audited,
     a quarter of the rest); ``slow_audit(handle, audit)``, where given, is called just before each audited batch's
-    audit call is queued. Returns the timing, the raw samples and each batch closed (the warm-up's rounds, the
+    audit call is queued; ``turn`` and ``quiet`` go to ``measure_pair``. Returns the timing, the raw samples and each batch closed (the warm-up's rounds, the
     measured batches, the fresh audits' batches): its first sample's start and its last one's end on the GPU (ms),
     read as it is closed (its events are reused every third batch)."""
     from runner.worker import timing as timing_module
@@ -684,7 +684,7 @@ def _measured_on_the_stream(stream, reference, candidate, seed: int, slow_audit=
     settings = TimingSettings(min_samples=200, max_samples=200, batch=10, warmup_ms=0.0, target_noise=0.0)
     tools = timing_module.Instruments(sampler, ClockMonitor(None))
     timing, raw = timing_module.measure_pair(
-        reference, candidate, torch.device("cuda"), settings, "s", seed, tools=tools
+        reference, candidate, torch.device("cuda"), settings, "s", seed, tools=tools, turn=turn, quiet=quiet
     )
     return timing, raw, spans
 
@@ -860,59 +860,46 @@ def test_an_audited_batch_with_another_queued_behind_it_is_refused(stream):
 
 @pytest.mark.parametrize("call_ms, in_turn", [(3.0, True), (0.5, False)])
 def test_the_timing_loop_holds_the_context_lock_from_the_batch_where_a_side_is_known_to_wait(
-    stream, tmp_path, call_ms, in_turn
+    stream, monkeypatch, tmp_path, call_ms, in_turn
 ):
     """``timing.measure_pair``'s side of a quiet turn (runner/worker/quiet_turn.py), on the simulated stream with the
     device's real context lock: the reference waits for the device inside its calls (``call_ms`` queued, then waited
     for, as ``torch.linalg.cholesky``), the candidate takes the host 0.1 ms to queue as much. The loop takes the lock
     before the first batch it launches once the probe has found the reference waiting, and holds it for every batch
     after, whether the probe ran before the turn (a short round: the warm-up's second launch) or in the turn's first
-    launch (a 6 ms round, the warm-up's only one); the caller lets it go. Two sides that do not wait, one of them probed,
-    never ask for it.
-    (tests/test_gpu.py's ``..._holds_the_context_lock`` runs the same on a GPU's own probe.)"""
-    from runner.worker import timing as timing_module
-    from runner.worker.clocks import ClockMonitor
+    launch (a 6 ms round, the warm-up's only one); the caller lets it go. Two sides that do not wait, one of them
+    probed, never ask for it. (tests/test_gpu.py's ``..._holds_the_context_lock`` runs the same on a GPU's own probe.)"""
     from runner.worker.device_token import create_token_files
-    from runner.worker.protocol import TimingSettings
     from runner.worker.quiet_turn import QuietTurn
     from tests.conftest import context_lock_free
 
     token = create_token_files(tmp_path / "gpu.work")
+    # For each batch the turn launches: whether a side was known to wait as it was launched, and whether another
+    # process could have taken the context lock then.
+    launches, in_the_turn = [], []
+    launch = CudaSampler.launch
+
+    def watched_launch(sampler, fns, labels=None):
+        if in_the_turn:
+            launches.append((any(sampler.leads.waits.values()), context_lock_free(token)))
+        return launch(sampler, fns, labels)
+
+    monkeypatch.setattr(CudaSampler, "launch", watched_launch)
+
+    def measured(reference, candidate, quiet):
+        launches.clear()
+        in_the_turn.clear()
+        timing, _, _ = _measured_on_the_stream(
+            stream, reference, candidate, 3, turn=lambda: in_the_turn.append(True), quiet=quiet
+        )
+        return timing
 
     def waits():
         stream.queue(call_ms)
         stream.synchronize()
 
-    def measured(reference, candidate, quiet):
-        """The timing, and for each batch the turn launched: whether a side was known to wait as it was launched, and
-        whether another process could have taken the context lock then."""
-        sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
-        launches, in_the_turn = [], []
-        launch = sampler.launch
-
-        def watched_launch(fns, labels=None):
-            if in_the_turn:
-                launches.append((any(sampler.leads.waits.values()), context_lock_free(token)))
-            return launch(fns, labels)
-
-        sampler.launch = watched_launch
-        settings = TimingSettings(min_samples=60, max_samples=60, batch=10, warmup_ms=0.0, target_noise=0.0)
-        tools = timing_module.Instruments(sampler, ClockMonitor(None))
-        timing, _ = timing_module.measure_pair(
-            reference,
-            candidate,
-            torch.device("cuda"),
-            settings,
-            "s",
-            3,
-            tools=tools,
-            turn=lambda: in_the_turn.append(True),
-            quiet=quiet,
-        )
-        return timing, launches
-
     quiet = QuietTurn(token)
-    timing, launches = measured(waits, _queueing(stream, 0.1, call_ms), quiet)
+    timing = measured(waits, _queueing(stream, 0.1, call_ms), quiet)
     try:
         assert timing.waits_for_device.get("reference") is True and not timing.waits_for_device.get("candidate")
         assert len(launches) >= 6
@@ -929,7 +916,7 @@ def test_the_timing_loop_holds_the_context_lock_from_the_batch_where_a_side_is_k
 
     # The reference's host half its GPU time: probed, and found not waiting.
     neither = QuietTurn(token)
-    timing, launches = measured(_queueing(stream, call_ms / 2, call_ms), _queueing(stream, 0.1, call_ms), neither)
+    timing = measured(_queueing(stream, call_ms / 2, call_ms), _queueing(stream, 0.1, call_ms), neither)
     assert timing.waits_for_device.get("reference") is False and not neither.asked, timing.waits_for_device
     assert all(free for _, free in launches) and len(launches) >= 6
     neither.release()
