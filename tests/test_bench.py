@@ -15,7 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from runner.analysis.disturbances import EXIT_WINDOW_S, HOST_WAIT_MIN_MS, WHEN_BIN_S, WHEN_BINS, disturbances
+from runner.analysis.disturbances import (
+    EXIT_WINDOW_S,
+    HOST_WAIT_MIN_MS,
+    IDLE_GAP_S,
+    WHEN_BIN_S,
+    WHEN_BINS,
+    disturbances,
+)
 from runner.analysis.duty import duty
 from runner.analysis.host_pace import MIN_SAMPLES, host_pace
 from runner.analysis.ncu import ncu
@@ -693,6 +700,33 @@ def test_disturbed_batches_are_counted_by_time_in_their_turn_and_since_another_w
     results[1]["finished_at"] += 1e6
     paths[1].write_text(json.dumps(results[1]))
     assert disturbances(run)["by_time_since_exit"][WHEN_BINS]["disturbed"] == 1
+
+
+def test_disturbed_batches_are_counted_by_time_since_the_device_was_last_idle(two_passes, tmp_path: Path):
+    """Two evaluations' batches laid out 0.1 s apart, the second evaluation's after the first's: with a gap over
+    ``IDLE_GAP_S`` before the second's first batch, the planted slow batch (its second) counts from that batch; with a
+    gap under it, from the first evaluation's first batch, the start of one busy stretch. Every batch counts once."""
+    step = 0.1
+
+    def lay_out(gap: float):
+        def plant(results, raws):
+            first, second = raws[1], raws[0]  # the slow batch is raws[0]'s second
+            first["batch_window"] = [[k * step, k * step + step / 2] for k in range(len(first["batch_window"]))]
+            begin = first["batch_window"][-1][1] + gap
+            count = len(second["batch_window"])
+            second["batch_window"] = [[begin + k * step, begin + k * step + step / 2] for k in range(count)]
+
+        return plant
+
+    for gap, since in ((IDLE_GAP_S + 0.05, step), (IDLE_GAP_S - 0.05, None)):
+        run, paths, results, raws = _one_slow_batch(two_passes[0], tmp_path / str(gap), lay_out(gap))
+        rows = disturbances(run)["by_time_since_idle"]
+        assert sum(row["batches"] for row in rows) == sum(len(raw["batch_window"]) for raw in raws)
+        if since is None:  # one stretch from the first evaluation's first batch
+            since = raws[0]["batch_window"][1][0] - raws[1]["batch_window"][0][0]
+        (hit,) = [k for k, row in enumerate(rows) if row["disturbed"]]
+        assert hit == min(int(since / WHEN_BIN_S), WHEN_BINS), (gap, since)
+        assert rows[hit]["disturbed"] == 1
 
 
 @pytest.mark.parametrize(

@@ -18,9 +18,13 @@ run from before the fifty-third session, for ``EXIT_WINDOW_S``). Its token windo
 overlap a turn. Every batch is checked the same way, so the share of disturbed batches that overlap such an event
 can be held against the share of all batches that do (chance). The batches are also counted by when they ran, with
 the share disturbed in each bin: from their measurement's first batch (``by_time_in_turn``) and from the last exit
-of another worker, an evaluation's or a warm-up's, before they ended (``by_time_since_exit``). In a warm torch_compile
-pass on the H200, 6-13% of the batches in a turn's first 1.25 s were disturbed and 0-1% after, and 14-16% of those
-ending 0.5-1 s after another worker's exit (BENCHMARKS.md, fifty-sixth session).
+of another worker, an evaluation's or a warm-up's, before they ended (``by_time_since_exit``), and from the start of
+the device's busy stretch, timed batches of any evaluation with no gap of ``IDLE_GAP_S`` between them
+(``by_time_since_idle``). In a warm torch_compile pass on the H200, 6-13% of the batches in a turn's first 1.25 s were
+disturbed and 0-1% after, and 14-16% of those ending 0.5-1 s after another worker's exit (BENCHMARKS.md, fifty-sixth
+session). In six four-task torch_compile runs on an H100, each run one stretch from its first turn on
+(transpose_2d_bf16's in five of them), 35% of the batches in the stretch's first 1.5 s were disturbed, 16% in the next
+second, none of the 27 from 2.5 to 3 s and 3.1% after (BENCHMARKS.md, seventy-eighth session).
 The timing loop records each batch's window (``batch_window`` in ``samples.json``, from the twelfth
 session on); a run without them gives no batches. A batch whose measuring thread waited, runnable, for a host
 core for more than ``HOST_WAIT_MIN_MS`` while it was in flight (``batch_host_wait_ms``,
@@ -54,6 +58,9 @@ _MAD_TO_SIGMA = 1.4826
 # since an exit, batches with none before them).
 WHEN_BIN_S = 0.25
 WHEN_BINS = 12
+# ``by_time_since_idle``: no timed batch for this long, and the device's next batch begins a busy stretch (between two
+# turns of a run the device waited 0.07-0.5 s in the seventy-eighth session's runs).
+IDLE_GAP_S = 1.0
 _LISTED = 10
 
 
@@ -75,8 +82,8 @@ def disturbances(run_dir: Path) -> dict:
     kinds = ("cuda_context", "worker_exit", "preload", "candidate_preload", *WARMUP_KINDS, "host_wait")
     counts = {kind: {"all": 0, "disturbed": 0} for kind in kinds}
     exits = sorted((start, owner) for kind, owner, start, _ in events if kind in ("worker_exit", "warmup_exit"))
-    in_turn, since_exit = _Bins(), _Bins()
-    batches, disturbed = 0, []
+    in_turn, since_exit, since_idle = _Bins(), _Bins(), _Bins()
+    batches, disturbed, timed = 0, [], []  # timed: every batch's (start, end, disturbed)
     for _, result in results:
         path = samples_path(run_dir, result.eval_id)
         if not result.timing or not path.exists():
@@ -94,6 +101,7 @@ def disturbances(run_dir: Path) -> dict:
             near = sorted(near)
             is_disturbed = any(z > Z_LIMIT and rel > MIN_EXCESS for z, rel in (excess[s][k] for s in SIDES))
             in_turn.add(start - windows[0][0], is_disturbed)
+            timed.append((start, end, is_disturbed))
             since_exit.add(_since_last(exits, end, result.eval_id), is_disturbed)
             for kind in near:
                 counts[kind]["all"] += 1
@@ -109,6 +117,8 @@ def disturbances(run_dir: Path) -> dict:
                         "near": near,
                     }
                 )
+    for start, is_disturbed in _since_busy(timed):
+        since_idle.add(start, is_disturbed)
     for count in counts.values():
         count["all_pct"] = 100 * count["all"] / batches if batches else None
         count["disturbed_pct"] = 100 * count["disturbed"] / len(disturbed) if disturbed else None
@@ -125,6 +135,7 @@ def disturbances(run_dir: Path) -> dict:
         "near_none": sum(not row["near"] for row in disturbed),
         "by_time_in_turn": in_turn.rows(),
         "by_time_since_exit": since_exit.rows(),
+        "by_time_since_idle": since_idle.rows(),
         "largest": sorted(disturbed, key=lambda row: -row["excess_pct"])[:_LISTED],
     }
 
@@ -161,6 +172,19 @@ def _since_last(exits: list[tuple[float, str]], before: float, own: str) -> floa
         if owner != own:
             return before - at
     return math.inf
+
+
+def _since_busy(timed: list[tuple[float, float, bool]]) -> list[tuple[float, bool]]:
+    """Per timed batch (start, end, disturbed), of any evaluation: (seconds from the start of the device's busy
+    stretch it lies in, disturbed). A stretch begins at a batch that starts ``IDLE_GAP_S`` or more after every batch
+    before it has ended (the run's first batch begins one)."""
+    found, busy_since, busy_until = [], None, -math.inf
+    for start, end, is_disturbed in sorted(timed):
+        if start - busy_until >= IDLE_GAP_S:
+            busy_since = start
+        busy_until = max(busy_until, end)
+        found.append((start - busy_since, is_disturbed))
+    return found
 
 
 def _warmup_events(run_dir: Path) -> list[tuple[str, str, float, float]]:
