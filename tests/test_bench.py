@@ -719,7 +719,7 @@ def test_disturbed_batches_are_counted_by_time_since_the_device_was_last_idle(tw
         return plant
 
     for gap, since in ((IDLE_GAP_S + 0.05, step), (IDLE_GAP_S - 0.05, None)):
-        run, paths, results, raws = _one_slow_batch(two_passes[0], tmp_path / str(gap), lay_out(gap))
+        run, _, _, raws = _one_slow_batch(two_passes[0], tmp_path / str(gap), lay_out(gap))
         rows = disturbances(run)["by_time_since_idle"]
         assert sum(row["batches"] for row in rows) == sum(len(raw["batch_window"]) for raw in raws)
         if since is None:  # one stretch from the first evaluation's first batch

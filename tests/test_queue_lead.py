@@ -662,9 +662,9 @@ def test_the_timing_loop_queues_each_batch_behind_the_last_so_the_gpu_never_wait
 def _measured_on_the_stream(stream, reference, candidate, seed: int, slow_audit=None, turn=None, quiet=None):
     """``timing.measure_pair`` on the simulated stream, 200 pairs in batches of 10 (20 batches; the first six audited,
     a quarter of the rest); ``slow_audit(handle, audit)``, where given, is called just before each audited batch's
-    audit call is queued; ``turn`` and ``quiet`` go to ``measure_pair``. Returns the timing, the raw samples and each batch closed (the warm-up's rounds, the
-    measured batches, the fresh audits' batches): its first sample's start and its last one's end on the GPU (ms),
-    read as it is closed (its events are reused every third batch)."""
+    audit call is queued; ``turn`` and ``quiet`` go to ``measure_pair``. Returns the timing, the raw samples and each
+    batch closed (the warm-up's rounds, the measured batches, the fresh audits' batches): its first sample's start and
+    its last one's end on the GPU (ms), read as it is closed (its events are reused every third batch)."""
     from runner.worker import timing as timing_module
     from runner.worker.clocks import ClockMonitor
     from runner.worker.protocol import TimingSettings

@@ -83,7 +83,7 @@ def disturbances(run_dir: Path) -> dict:
     counts = {kind: {"all": 0, "disturbed": 0} for kind in kinds}
     exits = sorted((start, owner) for kind, owner, start, _ in events if kind in ("worker_exit", "warmup_exit"))
     in_turn, since_exit, since_idle = _Bins(), _Bins(), _Bins()
-    batches, disturbed, timed = 0, [], []  # timed: every batch's (start, end, disturbed)
+    disturbed, timed = [], []  # timed: every batch's (start, end, disturbed)
     for _, result in results:
         path = samples_path(run_dir, result.eval_id)
         if not result.timing or not path.exists():
@@ -94,7 +94,6 @@ def disturbances(run_dir: Path) -> dict:
         waits = raw.get("batch_host_wait_ms") or [None] * len(windows)
         excess = {side: _excess(raw[side], size, len(windows)) for side in SIDES}
         for k, (start, end) in enumerate(windows):
-            batches += 1
             near = {kind for kind, owner, s, e in events if owner != result.eval_id and s < end and e > start}
             if waits[k] is not None and waits[k] > HOST_WAIT_MIN_MS:
                 near.add("host_wait")
@@ -119,6 +118,7 @@ def disturbances(run_dir: Path) -> dict:
                 )
     for start, is_disturbed in _since_busy(timed):
         since_idle.add(start, is_disturbed)
+    batches = len(timed)
     for count in counts.values():
         count["all_pct"] = 100 * count["all"] / batches if batches else None
         count["disturbed_pct"] = 100 * count["disturbed"] / len(disturbed) if disturbed else None
