@@ -920,3 +920,54 @@ def test_the_timing_loop_holds_the_context_lock_from_the_batch_where_a_side_is_k
     assert timing.waits_for_device.get("reference") is False and not neither.asked, timing.waits_for_device
     assert all(free for _, free in launches) and len(launches) >= 6
     neither.release()
+
+
+def test_placements_hidden_by_a_disturbed_start_are_judged_again_and_made_once_it_has_passed(stream, monkeypatch):
+    """The run's-first-turn slowdown of the H100 (BENCHMARKS.md, seventy-eighth session) on the simulated stream (test
+    double's host model: no GPU here), with placements (``placement_judge.judging_due``): for the first 0.5 s
+    each call runs 40% slow at random, half the time, on either side. Odd placements' candidate runs 5% longer,
+    which that noise hides from the judgement at three batches each; once the stretch has passed the placements are
+    judged again at a later round, and grow to the most."""
+    import random
+
+    from runner.worker import timing as timing_module
+    from runner.worker.clocks import ClockMonitor
+    from runner.worker.placement_judge import placements_wanted
+    from runner.worker.protocol import TimingSettings
+
+    monkeypatch.setattr(timing_module, "time", stream.clock())
+    disturbance = random.Random(7)
+
+    def call(gpu_ms: float):
+        def queue() -> None:
+            stream.host_ms += 0.05
+            slowed = stream.host_ms < 500.0 and disturbance.random() < 0.5
+            stream.queue(gpu_ms * (1.4 if slowed else 1.0))
+
+        return queue
+
+    def pair(k: int):
+        return call(2.0), call(1.05 if k % 2 else 1.0)
+
+    made: list[int] = []
+
+    def grow(wanted: int):
+        made.append(wanted)
+        return [pair(k) for k in range(4 * len(made), 4 * len(made) + wanted)]
+
+    first = [pair(k) for k in range(4)]
+    settings = TimingSettings(
+        min_samples=20, max_samples=4000, batch=10, warmup_ms=0.0, target_noise=0.002, time_cap_s=30, max_placements=8
+    )
+    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
+    tools = timing_module.Instruments(sampler, ClockMonitor(None))
+    timing, raw = timing_module.measure_pair(
+        [r for r, _ in first], [c for _, c in first], torch.device("cuda"), settings, "s", 3, tools=tools, grow=grow
+    )
+    placed, windows = raw["batch_placement"], raw["batch_window"]
+    # The judgement at three batches each saw the disturbed batches only, and called for none.
+    assert windows[11][1] < 0.5 and placements_wanted(raw, placed[:12], 10, 4, settings) == 0
+    assert made == [4] and timing.placements == 8 and timing.placements_added == 4
+    grown_at = placed.index(4)  # the first batch of the placements made
+    assert grown_at > 12 and windows[grown_at][0] > 0.5  # judged again after the stretch
+    assert min(placed.count(k) for k in range(8)) >= 3  # the new ones sampled until they could be judged

@@ -7,6 +7,14 @@ Where a task's placements matter, two runs of four placements each differ by wha
 1 GiB transpose compiled by torch.compile on an H200 took 64 placements at speedups 0.83% apart (standard
 deviation), which leaves two passes of four placements 1.2% apart at their 95th percentile, of sixteen 0.42%
 (BENCHMARKS.md, thirty-fifth session). More samples of the same placements would not narrow that; more placements do.
+
+They are judged again at each round of batches after the first judgement while they call for none: a run's first
+turn on the H100 came in two speeds for its first 2.3-2.6 s, its batches' noise 5-9% where it was 0.03-0.09% after,
+so in three of six runs the judge, asked only at three batches each, found its transpose's placements within that
+noise (F 0.6-2.3) and left them at four (placement noise up to 1.50%); asked at each round, the same batches called
+for more once the stretch had passed, at 20, 32 and 20 batches of their 36-43 (BENCHMARKS.md, seventy-ninth session).
+Judged at each of rounds 3-12, four placements of one speed grew for nothing in 0.15% of simulated measurements whose
+batches' noise was 0.3% (as once at three batches), in 7.5% at 1-3% noise (1.0-1.2% once).
 """
 
 from __future__ import annotations
@@ -16,7 +24,8 @@ import statistics
 
 from runner.worker.protocol import SIDES, TimingSettings, batch_medians
 
-# Placements are judged once each has this many kept batches (``placements_wanted``), and the sampling waits for it.
+# Placements are judged once each has this many kept batches (``placements_wanted``), and the sampling waits for it;
+# then again at each round after (``judging_due``).
 JUDGED_BATCHES = 3
 # The placements' speedups must vary this many times more than their batches' noise within each placement
 # explains (an analysis of variance's F, on medians) before more are made: where the placements do not matter
@@ -24,6 +33,14 @@ JUDGED_BATCHES = 3
 # torch_compile quarter suite on an H200 grew five and six of 56 tasks' placements, half of them to a placement noise
 # of 0.02-0.04% (BENCHMARKS.md, thirty-fifth session).
 PLACEMENTS_F_MIN = 8.0
+
+
+def judging_due(kept_at_placement: list[int], judged_count: int, judged_round: int) -> bool:
+    """Whether the placements are to be judged now: once each has ``JUDGED_BATCHES`` kept batches, for each new count
+    of them (``judged_count``: the count last judged), and again once each has a batch more than the fewest at the
+    last judgement (``judged_round``)."""
+    least = min(kept_at_placement)
+    return least >= JUDGED_BATCHES and (judged_count < len(kept_at_placement) or least > judged_round)
 
 
 def sampled_enough(kept_at_placement: list[int], judged_count: int) -> bool:
@@ -46,9 +63,10 @@ def placements_wanted(samples: dict, placed: list[int], batch: int, count: int, 
     candidate median, taken as a logarithm (relative differences). A placement's speedup is the median of its
     batches'; the batches' noise is their spread about their placement's (the median absolute deviation, pooled,
     without the zero of each odd group's middle batch), so one disturbed batch neither hides the placements' effect
-    nor makes one. The placements' own variance is their speedups' variance less what that noise puts into a median
-    of their batches, and the error is its root over the count. None where a placement has fewer than two batches
-    (the loop asks at ``JUDGED_BATCHES``)."""
+    nor makes one (a stretch of them can hide it: ``judging_due`` asks again). The placements' own variance is their
+    speedups' variance less what that noise puts into a median of their batches, and the error is its root over the
+    count. None where a placement has fewer than two batches (the loop asks at ``JUDGED_BATCHES`` and after:
+    ``judging_due``)."""
     by_placement = batch_speedups(samples, placed, batch)
     groups = [[math.log(value) for value in values] for values in by_placement.values()]
     if len(groups) < max(count, 2) or min(len(values) for values in groups) < 2:

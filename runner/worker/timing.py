@@ -62,8 +62,9 @@ outputs and a copy of the weights at other addresses (placements, ``placements.p
 with the fewest batches so far (the first in order among them: in turn), the noise target may stop the sampling only
 once each has been sampled, and the median pools them all. How far the placements' own speedups lie apart is reported
 (``placement_spread``, ``placement_noise``). More samples of the same placements would not narrow it, more placements
-do: where the measurement may make them (``grow``), it judges its placements once each has three batches, and where
-their speedups differ beyond their batches' own noise by enough to leave an error over ``target_noise`` on their mean
+do: where the measurement may make them (``grow``), it judges its placements once each has three batches (and again
+at each round after while they call for none: a disturbed start can hide their spread), and where their speedups differ
+beyond their batches' own noise by enough to leave an error over ``target_noise`` on their mean
 (``placement_judge.py``), it makes as many again (up to ``max_placements``, within ``time_cap_s``) and samples them
 until they have caught up.
 """
@@ -85,7 +86,7 @@ from runner.worker.clocks import ClockMonitor, device_uuid
 from runner.worker.host_cpu import waited_ns
 from runner.worker.kept_batches import KeptBatches
 from runner.worker.placement_judge import (
-    JUDGED_BATCHES,
+    judging_due,
     placement_spread,
     placements_wanted,
     sampled_enough,
@@ -226,8 +227,11 @@ def measure_pair(
     launched_at_placement = [0] * len(placements)  # batches launched at each placement (the next: the fewest)
     kept_at_placement = [0] * len(placements)
     added = 0
-    # Placements are judged once each has JUDGED_BATCHES, once per count of them; none where none can be made.
-    judged_count = len(placements) if grow is None or len(placements) >= settings.max_placements else 0
+    # Placements are judged once each has JUDGED_BATCHES, and again at each round after while more can be made
+    # (``placement_judge.judging_due``); none where none can be made.
+    growing = grow is not None and len(placements) < settings.max_placements
+    judged_count = 0 if growing else len(placements)
+    judged_round = 0  # the fewest batches of a placement when they were last judged
     cooled = 0.0
     power_capped = 0
     first_audited = rng.randrange(2)
@@ -339,8 +343,8 @@ def measure_pair(
             kept_at_placement[pending.placement] += 1
             n = kept.pairs
             noise = kept.ratio_noise()
-            if judged_count < len(placements) and min(kept_at_placement) >= JUDGED_BATCHES:
-                judged_count = len(placements)
+            if growing and judging_due(kept_at_placement, judged_count, judged_round):
+                judged_count, judged_round = len(placements), min(kept_at_placement)
                 wanted = placements_wanted(kept.samples, kept.placed, batch, len(placements), settings)
                 if wanted and time.perf_counter() - started < settings.time_cap_s:
                     made = [{"reference": r, "candidate": c} for r, c in grow(wanted)]
@@ -349,7 +353,7 @@ def measure_pair(
                     kept_at_placement += [0] * len(made)
                     added += len(made)
                     if len(made) < wanted or len(placements) >= settings.max_placements:  # memory short, or the most
-                        judged_count = len(placements)
+                        judged_count, growing = len(placements), False
             # Every placement sampled (``JUDGED_BATCHES`` times, where they are still to be judged), like both sides
             # audited, before the noise target may stop the sampling.
             covered = (not auditing or audited_enough(audit_counts(kept.audits, None))) and sampled_enough(
