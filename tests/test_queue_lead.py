@@ -659,12 +659,16 @@ def test_the_timing_loop_queues_each_batch_behind_the_last_so_the_gpu_never_wait
     assert raw["sync_audit_chain"] == expected and max(max(c) for c in expected.values()) >= 2
 
 
-def _measured_on_the_stream(stream, reference, candidate, seed: int, slow_audit=None, turn=None, quiet=None):
+def _measured_on_the_stream(
+    stream, reference, candidate, seed: int, slow_audit=None, turn=None, quiet=None, grow=None, settings=None
+):
     """``timing.measure_pair`` on the simulated stream, 200 pairs in batches of 10 (20 batches; the first six audited,
-    a quarter of the rest); ``slow_audit(handle, audit)``, where given, is called just before each audited batch's
-    audit call is queued; ``turn`` and ``quiet`` go to ``measure_pair``. Returns the timing, the raw samples and each
-    batch closed (the warm-up's rounds, the measured batches, the fresh audits' batches): its first sample's start and
-    its last one's end on the GPU (ms), read as it is closed (its events are reused every third batch)."""
+    a quarter of the rest) unless ``settings`` says otherwise; ``slow_audit(handle, audit)``, where given, is called
+    just before each audited batch's audit call is queued; ``turn``, ``quiet`` and ``grow`` go to ``measure_pair``
+    (``reference`` and ``candidate``: a closure each, or a list, one per placement). Returns the timing, the raw
+    samples and each batch closed (the warm-up's rounds, the measured batches, the fresh audits' batches): its first
+    sample's start and its last one's end on the GPU (ms), read as it is closed (its events are reused every third
+    batch)."""
     from runner.worker import timing as timing_module
     from runner.worker.clocks import ClockMonitor
     from runner.worker.protocol import TimingSettings
@@ -681,10 +685,11 @@ def _measured_on_the_stream(stream, reference, candidate, seed: int, slow_audit=
         spans.append((pairs[0][0].at, pairs[handle["samples"] - 1][1].at))
 
     sampler.close = watched_close
-    settings = TimingSettings(min_samples=200, max_samples=200, batch=10, warmup_ms=0.0, target_noise=0.0)
+    if settings is None:
+        settings = TimingSettings(min_samples=200, max_samples=200, batch=10, warmup_ms=0.0, target_noise=0.0)
     tools = timing_module.Instruments(sampler, ClockMonitor(None))
     timing, raw = timing_module.measure_pair(
-        reference, candidate, torch.device("cuda"), settings, "s", seed, tools=tools, turn=turn, quiet=quiet
+        reference, candidate, torch.device("cuda"), settings, "s", seed, tools=tools, turn=turn, quiet=quiet, grow=grow
     )
     return timing, raw, spans
 
@@ -931,7 +936,6 @@ def test_placements_hidden_by_a_disturbed_start_are_judged_again_and_made_once_i
     import random
 
     from runner.worker import timing as timing_module
-    from runner.worker.clocks import ClockMonitor
     from runner.worker.placement_judge import placements_wanted
     from runner.worker.protocol import TimingSettings
 
@@ -959,10 +963,8 @@ def test_placements_hidden_by_a_disturbed_start_are_judged_again_and_made_once_i
     settings = TimingSettings(
         min_samples=20, max_samples=4000, batch=10, warmup_ms=0.0, target_noise=0.002, time_cap_s=30, max_placements=8
     )
-    sampler = CudaSampler(torch.device("cuda"), False, False, 2.0, lead=True)
-    tools = timing_module.Instruments(sampler, ClockMonitor(None))
-    timing, raw = timing_module.measure_pair(
-        [r for r, _ in first], [c for _, c in first], torch.device("cuda"), settings, "s", 3, tools=tools, grow=grow
+    timing, raw, _ = _measured_on_the_stream(
+        stream, [r for r, _ in first], [c for _, c in first], 3, grow=grow, settings=settings
     )
     placed, windows = raw["batch_placement"], raw["batch_window"]
     # The judgement at three batches each saw the disturbed batches only, and called for none.
