@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from runner.executors.base import ExecutorUnavailable
+from runner.executors.base import ExecutorUnavailable, keep_dismissed_spares
 from runner.paths import SUITES_DIR, TASKS_DIR
 from runner.tracking.opening import TrackingBeside
 from runner.tracking.source_diff import SOURCE_DIFF, source_diff
@@ -161,6 +161,7 @@ def command_run(overrides: list[str], console: Console, own_process: bool = Fals
         if warmup_executor is not None:
             warmup_executor.close()
         executor.close()
+        keep_dismissed_spares(run_dir.path, executor.dismissed_spares())  # their device work, for `disturbed`
         sink = None
         if tracking is not None:
             # MLflow's parent run into the manifest (``parent_opened``), for a resume, where no result was logged yet.

@@ -29,6 +29,7 @@ from runner.analysis.ncu import ncu
 from runner.analysis.records import job_results
 from runner.analysis.repeatability import overlap, repeat
 from runner.analysis.slot_states import NOT_IN_A_SLOT, SLOT_STATES
+from runner.executors.base import SPARES_LOG
 from runner.methods import METHODS
 from runner.paths import TASKS_DIR
 from runner.tasks.loader import load_native_tasks
@@ -616,6 +617,37 @@ def test_disturbed_batches_are_found_and_checked_against_other_workers_device_wo
     paths[0].write_text(json.dumps(results[0]))
     paths[1].write_text(json.dumps(results[1]))
     assert disturbances(run)["near"]["cuda_context"]["all"] == 0
+
+
+def test_disturbed_batches_are_checked_against_the_pre_warms_and_contexts_of_spares_dismissed_without_a_job(
+    two_passes, tmp_path: Path
+):
+    """Regression: the spares a run dismisses without a job (a short run's every one, started as its first
+    evaluations start) make their CUDA contexts and pre-warm beside its measurements, and no result recorded them: on
+    the H100 a four-task run's first 2.6 s of batches were slowed beside none of the events known. Their lines in
+    ``spares.jsonl``: a pre-warm over the slow batch, a context over a batch that was not slowed; a line that cannot
+    be read, and one of a spare that had not finished its start, count for nothing. A result's own pre-warm window
+    counts for the other evaluations' batches."""
+    run, paths, results, raws = _one_slow_batch(two_passes[0], tmp_path, lambda results, raws: None)
+    windows = raws[0]["batch_window"]
+    lines = [
+        {"pid": 11, "start_done": True, "spare_prewarm_window": windows[1], "spare_cuda_context": windows[3]},
+        {"pid": 12, "start_done": False, "started": {"started_by": "fork server"}},
+    ]
+    (run / SPARES_LOG).write_text("\n".join(json.dumps(line) for line in lines) + "\n{not json\n[1, 2]\n")
+    found = disturbances(run)
+    assert found["disturbed"] == 1 and found["near_none"] == 0
+    (row,) = found["largest"]
+    assert (row["batch"], row["near"]) == (1, ["spare_prewarm"])
+    assert (found["near"]["spare_prewarm"]["all"], found["near"]["spare_prewarm"]["disturbed"]) == (1, 1)
+    assert (found["near"]["cuda_context"]["all"], found["near"]["cuda_context"]["disturbed"]) == (1, 0)
+    # The same pre-warm recorded in another evaluation's result (a spare that got its job) counts the same way.
+    (run / SPARES_LOG).unlink()
+    results[1]["environment"]["spare_prewarm_window"] = windows[1]
+    paths[1].write_text(json.dumps(results[1]))
+    found = disturbances(run)
+    assert found["largest"][0]["near"] == ["spare_prewarm"] and found["near"]["spare_prewarm"]["all"] == 1
+    assert found["near"]["cuda_context"]["all"] == 0
 
 
 def test_paced_sides_are_those_slower_behind_the_other_sides_samples(two_passes, tmp_path: Path):

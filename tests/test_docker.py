@@ -202,3 +202,19 @@ def test_containers_share_cudas_jit_cache_only_with_the_shared_compile_cache(tmp
         else:
             assert "CUDA_CACHE_PATH" not in config["environment"] and not cache_mounts
             assert config["environment"]["HOME"] == "/home/kbench" and "/home/kbench" in config["tmpfs"]
+
+
+@pytest.mark.docker
+def test_a_docker_run_keeps_the_record_of_each_spare_container_it_dismissed_without_a_job(tmp_path: Path):
+    """A spare container writes its start's record into its slot's one writable folder; the run keeps one line per
+    spare dismissed without a job (``spares.jsonl``), as the local executor's runs do: here the one container started
+    ahead of a one-evaluation run, its worker's record (pid, when ready) and when it was dismissed."""
+    require_docker()
+    from runner.executors.base import SPARES_LOG
+
+    proc = _run(tmp_path, "executor=docker", "tracking=off", "executor.prestart=1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    (line,) = [json.loads(text) for text in (run_dir / SPARES_LOG).read_text().splitlines()]
+    assert line["start_done"] is True and line["started"] == {"started_by": "container"}
+    assert isinstance(line["pid"], int) and line["ready_at"] <= line["dismissed_at"]

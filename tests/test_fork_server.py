@@ -241,11 +241,14 @@ def test_forked_and_fresh_workers_record_the_same_environment_and_verdicts(tmp_p
             collector = started["environment"]["python_gc"]
             assert collector["enabled"] and collector["frozen_objects"] > 10_000, collector
         assert forked["verdict"]["status"] == fresh["verdict"]["status"] == "correct"
-    # Seen from inside the candidate: the same environment (HOME aside, a folder per sandbox), its own
-    # session, the same file-size limit.
+    # Seen from inside the candidate: the same environment (HOME aside, a folder per sandbox, and the spare's record
+    # in it), its own session, the same file-size limit.
     assert len(probes["fork"]) == len(probes["exec"]) == 2
     for forked, fresh in zip(probes["fork"], probes["exec"]):
-        assert forked.pop("HOME") != fresh.pop("HOME")
+        home = forked.pop("HOME")
+        assert home != fresh.pop("HOME")
+        assert forked.pop("KBENCH_SPARE_RECORD") == f"{home}/spare.json"
+        assert fresh.pop("KBENCH_SPARE_RECORD").endswith("/spare.json")
         assert forked == fresh
         assert forked["own_session"] and forked["file_size_limit"] == 2048 << 20
     assert not processes_under(tmp_path)

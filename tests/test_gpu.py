@@ -816,6 +816,32 @@ def test_spares_make_their_contexts_between_measurements_when_asked(tmp_path):
         assert not any(made < end and ready > start for start, end in measuring)
 
 
+def test_a_run_keeps_the_contexts_and_pre_warms_of_the_spares_it_dismissed_without_a_job(tmp_path):
+    """Two evaluations and two spares ahead: the two spares left at the end never got a job, yet each made its CUDA
+    context and pre-warmed beside the run's measurements. Their lines in ``spares.jsonl`` hold both windows (the
+    pre-warm after the context, both inside the run), and ``runner.bench disturbed`` counts the batches beside them."""
+    from runner.analysis.disturbances import disturbances
+    from runner.executors.base import SPARES_LOG
+
+    results = _two_reference_tasks(tmp_path, "dismissed-spares", "executor.prestart=2")
+    assert all(result["verdict"]["status"] == "correct" for result in results)
+    (run_dir,) = (tmp_path / "runs").glob("*-dismissed-spares-*")
+    lines = [json.loads(text) for text in (run_dir / SPARES_LOG).read_text().splitlines()]
+    assert len(lines) == 2 and all(line["start_done"] for line in lines), lines
+    began = min(result["started_at"] for result in results)
+    for line in lines:
+        made, ready = line["spare_cuda_context"]
+        warm_start, warm_end = line["spare_prewarm_window"]
+        assert began < made <= ready <= warm_start <= warm_end <= line["ready_at"] <= line["dismissed_at"], line
+        assert "profiler" in line["spare_prewarm_s"], line  # a full pre-warm: no job was waiting for it
+    found = disturbances(run_dir)
+    assert set(found["near"]) >= {"cuda_context", "spare_prewarm"}
+    # A spare that got its job keeps its pre-warm's window in its result where it pre-warmed at all, before its job.
+    for result in results:
+        window = result["environment"].get("spare_prewarm_window")
+        assert window is None or window[0] <= window[1] <= result["started_at"], window
+
+
 def test_a_runs_workers_make_their_cuda_contexts_one_after_another(tmp_path):
     """The context lock (``device_token.one_context_at_a_time``): three workers started together, a run's first
     wave, and the spares after them made their CUDA contexts in turn, none beside another, each inside its hold of

@@ -460,6 +460,44 @@ def test_the_first_evaluation_gets_its_worker_before_the_spares(tmp_path: Path):
         executor.close()
 
 
+def test_a_run_keeps_the_record_of_each_spare_it_dismissed_without_a_job(tmp_path: Path):
+    """Regression: a spare that never got a job left no record, though its CUDA context and pre-warm ran beside the
+    run's measurements (on the H100 a four-task run started six such spares as its first evaluations started, and its
+    first 2.6 s of batches were slowed beside none of the events known). Now each writes its start's record once done,
+    and the run keeps one line per spare dismissed (``spares.jsonl``): two evaluations with two spares ahead leave two
+    spares, each line its own worker's record (its pid, when it was ready for a job, before it was dismissed) and the
+    executor's (forked, when started). On a CPU a spare makes no context and pre-warms nothing, so
+    its line has neither window: ``disturbed`` finds no event in it. A spare whose record is missing (dismissed before
+    its start was done) is kept as such."""
+    from runner.analysis.disturbances import disturbances
+    from runner.executors.base import SPARES_LOG, dismissed_spare
+
+    suite = make_kernelbench_dir(tmp_path / "kb", NAMES[:1])
+    cands = write_candidates(tmp_path / "cands", {NAMES[0]: HONEST_CANDIDATE})
+    proc = kbench(
+        *reference_and_directory(suite, cands), "tracking=off", "executor.prestart=2", *FAST_TIMING, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    lines = [json.loads(line) for line in (run_dir / SPARES_LOG).read_text().splitlines()]
+    assert len(lines) == 2
+    evaluations = [json.loads(path.read_text()) for path in run_dir.glob("jobs/*/out/result.json")]
+    assert len(evaluations) == 2
+    last_start = max(result["started_at"] for result in evaluations)
+    pids = {line["pid"] for line in lines}
+    assert len(pids) == 2
+    for line in lines:
+        assert line["start_done"] is True and line["started"]["started_by"] == "fork server"
+        assert line["started"]["process_started"] <= line["ready_at"] <= line["dismissed_at"]
+        assert last_start - 60 < line["ready_at"]  # started during this run
+        assert "spare_cuda_context" not in line and "spare_prewarm_window" not in line
+    assert disturbances(run_dir)["near"]["cuda_context"]["all"] == 0
+    assert not processes_under(tmp_path)
+    # A spare dismissed before its start was done wrote no record: kept as such, with the executor's own.
+    missing = dismissed_spare(tmp_path / "no-such-record.json", {"started_by": "fork server"}, 5.0)
+    assert missing == {"started": {"started_by": "fork server"}, "dismissed_at": 5.0, "start_done": False}
+
+
 def test_concurrent_refills_start_the_spares_once(tmp_path: Path):
     """Regression: the run's first evaluations refill the spares from their own threads at once, and each
     counted only the spares already waiting, not the ones on their way: on the H100 eight refills of six

@@ -5,7 +5,11 @@ above that side's other batches: more than ``Z_LIMIT`` scaled median absolute de
 of its batch medians, and more than ``MIN_EXCESS`` of it. The measurement's median absorbs such a batch,
 but it moves a placement's speedup and the noise estimates (BENCHMARKS.md, twelfth session), so where
 they come from matters. The candidates checked are the device work that the device token does not
-order: another worker making its CUDA context (a spare, ``environment.spare_cuda_context``) and a
+order: another worker making its CUDA context (a spare, ``environment.spare_cuda_context``) or pre-warming after it
+(``spare_prewarm``, ``environment.spare_prewarm_window``: the check kernels compiled or loaded into its context, the
+profiler's start and stop, the compiler's host steps; ``runner/worker/prewarm.py``), the same of the spares the run
+dismissed without a job (each a line of ``spares.jsonl``, ``runner/executors/base.py``: a run's last spares, and in a
+short run all of them, started as its first evaluations start and never recorded in a result), and a
 finished worker's exit, when the driver tears its context down and frees its memory (from its
 ``finished_at`` for ``EXIT_WINDOW_S``), and a worker loading its reference's kernels by capturing its calls
 (``environment.preloaded_kernels.window``, ``runner/worker/preload.py``: allocations and two one-element fills
@@ -42,6 +46,7 @@ import statistics
 from pathlib import Path
 
 from runner.analysis.records import job_results, samples_path
+from runner.executors.base import SPARES_LOG
 from runner.warmup_beside import warmup_windows
 from runner.worker.protocol import SIDES, batch_medians
 
@@ -72,14 +77,17 @@ def disturbances(run_dir: Path) -> dict:
         window = result.environment.get("spare_cuda_context")
         if window:
             events.append(("cuda_context", result.eval_id, window[0], window[1]))
+        window = result.environment.get("spare_prewarm_window")
+        if window:
+            events.append(("spare_prewarm", result.eval_id, window[0], window[1]))
         if result.finished_at:
             events.append(("worker_exit", result.eval_id, result.finished_at, result.finished_at + EXIT_WINDOW_S))
         for record, kind in (("preloaded_kernels", "preload"), ("preloaded_candidate", "candidate_preload")):
             window = result.environment.get(record, {}).get("window")
             if window:
                 events.append((kind, result.eval_id, window[0], window[1]))
-    events += _warmup_events(run_dir)
-    kinds = ("cuda_context", "worker_exit", "preload", "candidate_preload", *WARMUP_KINDS, "host_wait")
+    events += _warmup_events(run_dir) + _dismissed_spare_events(run_dir)
+    kinds = ("cuda_context", "spare_prewarm", "worker_exit", "preload", "candidate_preload", *WARMUP_KINDS, "host_wait")
     counts = {kind: {"all": 0, "disturbed": 0} for kind in kinds}
     exits = sorted((start, owner) for kind, owner, start, _ in events if kind in ("worker_exit", "warmup_exit"))
     in_turn, since_exit, since_idle = _Bins(), _Bins(), _Bins()
@@ -201,6 +209,29 @@ def _warmup_events(run_dir: Path) -> list[tuple[str, str, float, float]]:
         finished = line.get("finished_at") or line.get("ended")
         if finished:
             events.append(("warmup_exit", owner, finished, finished + EXIT_WINDOW_S))
+    return events
+
+
+def _dismissed_spare_events(run_dir: Path) -> list[tuple[str, str, float, float]]:
+    """The CUDA contexts and pre-warms of the spares the run dismissed without a job (``SPARES_LOG``), as
+    ``disturbances``' events, each owned by ``spare:PID`` (never a measuring process); a line that cannot be read is
+    skipped, as is a spare that had not finished its start (it wrote no record)."""
+    path = run_dir / SPARES_LOG
+    if not path.exists():
+        return []
+    events = []
+    for text in path.read_text().splitlines():
+        try:
+            line = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(line, dict):
+            continue
+        owner = f"spare:{line.get('pid')}"
+        for key, kind in (("spare_cuda_context", "cuda_context"), ("spare_prewarm_window", "spare_prewarm")):
+            window = line.get(key)
+            if isinstance(window, list) and len(window) == 2:
+                events.append((kind, owner, window[0], window[1]))
     return events
 
 

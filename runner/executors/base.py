@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from contextlib import contextmanager
@@ -12,6 +13,12 @@ from typing import Protocol
 from runner.paths import MANIFESTS_DIR
 from runner.worker.device_token import PREINIT_UNDER_TOKEN, WAIT_STAGE
 from runner.worker.protocol import read_stage
+
+# In a run's folder: one line for each spare the executor dismissed without a job (``dismissed_spare``), its start's
+# record (its CUDA context's window, its pre-warm's), kept by ``kbench run`` once the executor has closed
+# (``keep_dismissed_spares``); ``runner.bench disturbed`` counts their device work beside the measurements. A spare that
+# got a job keeps the same record in its result's environment.
+SPARES_LOG = "spares.jsonl"
 
 # From handing a job over to the worker starting it (its stage marker): imports under load, and
 # the wait for the device token while other evaluations in flight hold it (added per evaluation).
@@ -91,6 +98,9 @@ class Executor(Protocol):
 
     def close(self) -> None:
         """Release anything held between evaluations."""
+
+    def dismissed_spares(self) -> list[dict]:
+        """The records of the spares ``close`` dismissed without a job (``dismissed_spare``), in the order dismissed."""
 
 
 class SparePool:
@@ -173,6 +183,29 @@ class SparePool:
             spares = [s for spares in self._spares.values() for s in spares]
             self._spares.clear()
         return spares
+
+
+def dismissed_spare(record_file: Path, started: dict, dismissed_at: float) -> dict:
+    """A spare dismissed without a job: what its worker wrote of its start to ``record_file``
+    (``prewarm.write_spare_record``: its pid, when it was ready, its context's and pre-warm's windows), or, where
+    it had not finished its start, that it had not (``start_done``); with the executor's own record of its start
+    (``started``) and when it was dismissed."""
+    line = {"started": dict(started), "dismissed_at": dismissed_at}
+    try:
+        record = json.loads(record_file.read_text())
+    except (OSError, ValueError):
+        record = None
+    if not isinstance(record, dict):
+        return {**line, "start_done": False}
+    return {**record, **line, "start_done": True}
+
+
+def keep_dismissed_spares(run_path: Path, lines: list[dict]) -> None:
+    """Append ``lines`` (``Executor.dismissed_spares``) to the run's ``SPARES_LOG``; nothing where there are none."""
+    if not lines:
+        return
+    with open(run_path / SPARES_LOG, "a") as log:
+        log.writelines(json.dumps(line, sort_keys=True) + "\n" for line in lines)
 
 
 def wait_for_worker(wait_until, marker: Path, started: float, settings: ExecutorSettings, on_started=None):

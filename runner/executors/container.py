@@ -25,7 +25,7 @@ from docker.errors import APIError, DockerException, NotFound
 from runner.executors.base import STARTUP_LIMIT_S, ExecutionOutcome, ExecutorUnavailable, wait_for_worker
 from runner.executors.docker_engine import first_line
 from runner.worker.device_token import token_files
-from runner.worker.protocol import CANDIDATE_FILE, JOB_FILE, OUT_DIR, STAGE_FILE, TASK_FILE
+from runner.worker.protocol import CANDIDATE_FILE, JOB_FILE, OUT_DIR, SPARE_RECORD_FILE, STAGE_FILE, TASK_FILE
 
 # Where a container finds its device's token (the host's file, mounted read-only); its turnstile, ready gate and
 # context lock lie beside it.
@@ -114,6 +114,8 @@ class Container:
         self.drain.join(timeout=30)
         out_dir = job_dir / OUT_DIR
         out_dir.mkdir(parents=True, exist_ok=True)
+        # Its start's record, as a spare (the result's environment keeps the same): the slot's, not an output.
+        (job / OUT_DIR / SPARE_RECORD_FILE).unlink(missing_ok=True)
         dropped = _move_outputs(job / OUT_DIR, out_dir)
         notes = []
         if state.get("OOMKilled"):

@@ -22,17 +22,18 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
 from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
-from runner.executors.base import CUDA_JIT_CACHE_ENV, ExecutionOutcome, ExecutorSettings, SparePool
+from runner.executors.base import CUDA_JIT_CACHE_ENV, ExecutionOutcome, ExecutorSettings, SparePool, dismissed_spare
 from runner.executors.container import COMMAND, CONTAINER_TOKEN, Container, container_user
 from runner.executors.docker_engine import LABEL_HOST, LABEL_OWNER, LABEL_PID, choose_image, connect, remove_orphans
 from runner.gpu.lock import work_token
 from runner.worker.device_token import PREINIT_ENV, TOKEN_ENV, token_files
-from runner.worker.protocol import CHECKS_CACHE_ENV, OUT_DIR
+from runner.worker.protocol import CHECKS_CACHE_ENV, OUT_DIR, SPARE_RECORD_ENV, SPARE_RECORD_FILE
 
 
 class DockerExecutor:
@@ -45,6 +46,7 @@ class DockerExecutor:
         self.owner = uuid.uuid4().hex[:16]
         self._pool = SparePool()
         self._own_slots: Path | None = None
+        self._dismissed: list[dict] = []  # the spares ``close`` dismissed without a job (``dismissed_spares``)
         version = self.client.version()
         info = self.client.info()
         self._engine = {
@@ -111,12 +113,20 @@ class DockerExecutor:
             container.discard()
 
     def close(self) -> None:
-        for spare in self._pool.drain():
+        spares = self._pool.drain()
+        dismissed_at = time.time()
+        for spare in spares:  # its record lies in its slot's output folder, which the discard removes
+            record = spare.slot / "job" / OUT_DIR / SPARE_RECORD_FILE
+            self._dismissed.append(dismissed_spare(record, {"started_by": "container"}, dismissed_at))
+        for spare in spares:
             spare.discard()
         for leftover in self.client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={self.owner}"}):
             leftover.remove(force=True)
         if self._own_slots is not None:
             shutil.rmtree(self._own_slots, ignore_errors=True)
+
+    def dismissed_spares(self) -> list[dict]:
+        return list(self._dismissed)
 
     # -- helpers for the containers ---------------------------------------------------------
     def slots_root(self) -> Path:
@@ -164,6 +174,7 @@ class DockerExecutor:
             CHECKS_CACHE_ENV: "/tmp/kbench-checks",  # private to the container, even with a shared /cache
             "TORCHINDUCTOR_COMPILE_THREADS": str(s.compile_threads),
             TOKEN_ENV: CONTAINER_TOKEN,
+            SPARE_RECORD_ENV: f"/job/{OUT_DIR}/{SPARE_RECORD_FILE}",  # the slot's one writable folder
         }
         if shared_cache:
             # The kernels CUDA compiles from PTX at their first use, once per run (base.py says why); without

@@ -41,6 +41,7 @@ from runner.executors.base import (
     ExecutionOutcome,
     ExecutorSettings,
     SparePool,
+    dismissed_spare,
     wait_for_worker,
 )
 from runner.executors.bytecode import PYCACHE_PREFIX_ENV, bytecode_env, compile_ahead, compiled_ahead_before
@@ -48,7 +49,7 @@ from runner.executors.fork_server import ForkedProcess, ForkServer, ForkServerUn
 from runner.gpu.lock import work_token
 from runner.paths import REPO_ROOT, user_cache_dir
 from runner.worker.device_token import PREINIT_ENV, TOKEN_ENV
-from runner.worker.protocol import CHECKS_CACHE_ENV, OUT_DIR, STAGE_FILE
+from runner.worker.protocol import CHECKS_CACHE_ENV, OUT_DIR, SPARE_RECORD_ENV, SPARE_RECORD_FILE, STAGE_FILE
 
 _ALLOWED_ENV = (
     "PATH",
@@ -83,6 +84,7 @@ class LocalExecutor:
         self._compiling: subprocess.Popen | None = None
         self._compiled_in_s: float | None = None
         self._compiled_before = False  # no compile started: an earlier run's went over the same installs
+        self._dismissed: list[dict] = []  # the spares ``close`` dismissed without a job (``dismissed_spares``)
 
     def borrow_fork_servers(self, owner: LocalExecutor) -> None:
         """Fork this executor's workers from ``owner``'s servers (same environment: the compile warm-up's
@@ -117,11 +119,16 @@ class LocalExecutor:
             kill_group(self._compiling.pid)  # only a cache: what it did not reach compiles on import
             self._compiling.wait()
         spares = self._pool.drain()
+        dismissed_at = time.time()
+        self._dismissed += [dismissed_spare(s.home / SPARE_RECORD_FILE, s.started, dismissed_at) for s in spares]
         for spare in spares:  # every one killed before any is waited for: their exits (CUDA contexts) overlap
             spare._kill()
         for spare in spares:
             spare.discard()
         self._spawner.submit(self._close_fork_servers).result()
+
+    def dismissed_spares(self) -> list[dict]:
+        return list(self._dismissed)
 
     def _close_fork_servers(self) -> None:
         for server in self._fork_servers.values():
@@ -149,6 +156,7 @@ class LocalExecutor:
         env["TORCHINDUCTOR_COMPILE_THREADS"] = str(self.settings.compile_threads)
         env["CUDA_VISIBLE_DEVICES"] = gpu if gpu is not None else ""
         env[TOKEN_ENV] = str(work_token(gpu))
+        env[SPARE_RECORD_ENV] = str(home / SPARE_RECORD_FILE)
         if gpu is not None:
             env[PREINIT_ENV] = self.settings.cuda_preinit
         return env

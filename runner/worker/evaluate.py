@@ -45,7 +45,7 @@ from runner.worker.environment import worker_environment
 from runner.worker.memory import out_of_memory
 from runner.worker.memory_release import release_device_memory, settles
 from runner.worker.preload import preload_reference_kernels
-from runner.worker.prewarm import spare_record, start_spare
+from runner.worker.prewarm import spare_record, start_spare, write_spare_record
 from runner.worker.protocol import (
     CANDIDATE_FILE,
     CANDIDATE_MODULE,
@@ -70,6 +70,7 @@ def main(argv: list[str]) -> int:
     """``JOB_DIR``, or ``--wait``: start now (imports, CUDA context), read JOB_DIR from stdin later."""
     if argv == ["--wait"]:
         start_spare(sys.stdin)
+        write_spare_record()  # kept by the executor where the spare is dismissed without a job
         line = sys.stdin.readline().strip()
         if not line:
             _end_cuda_context()  # a spare's: not torn down by the exit, which stalls the GPU

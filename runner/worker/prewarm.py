@@ -26,12 +26,17 @@ Each step is timed and recorded; one that this torch does not have, or that fail
 not done, never an error. ``start_spare`` runs it all in a worker started ahead of its job (imports,
 on a GPU the CUDA context, then the pre-warm, skipped where the job is already waiting, except a load of the
 check kernels that an earlier process compiled into their cache), and ``spare_record`` is what each result
-keeps of it.
+keeps of it. The same record goes to the file ``SPARE_RECORD_ENV`` names once the start is done
+(``write_spare_record``), for the spares a run dismisses without a job: their contexts and pre-warms ran beside the
+run's measurements as much as any other's (a run's last spares, and in a short run every one: the executor starts
+``prestart`` of them as its first evaluations start), and the executor keeps their records in the run
+(``executors.base.SPARES_LOG``) for ``runner.bench disturbed``.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import select
 import threading
@@ -48,7 +53,7 @@ from runner.worker.device_token import (
     DeviceToken,
     one_context_at_a_time,
 )
-from runner.worker.protocol import CHECKS_CACHE_ENV
+from runner.worker.protocol import CHECKS_CACHE_ENV, SPARE_RECORD_ENV
 
 # The modules a torch.compile of CUDA code imports on its first call that ``torch._inductor.compile_fx``
 # (which every spare imports) does not bring in already: the ones that cost a spare time on the
@@ -73,6 +78,10 @@ SPARE_CONTEXT_TOKEN: dict = {}
 # The device's context lock around it (``device_token.one_context_at_a_time``): how long it waited for the other
 # workers' contexts, and when it held the lock.
 SPARE_CONTEXT_LOCK: dict = {}
+# When this spare pre-warmed after its context ([start, end], epoch seconds): the compiler's steps (host work), the
+# check kernels' compile or load into its context, and the profiler's start and stop (CUPTI's set-up); off the token,
+# so possibly during another evaluation's measurement. Where its job was waiting, the check kernels' load alone.
+PREWARM_WINDOW: list[float] = []
 
 
 def start_spare(stdin) -> None:
@@ -88,6 +97,7 @@ def start_spare(stdin) -> None:
     if preinit not in ("1", PREINIT_UNDER_TOKEN) or not torch.cuda.is_available():
         return
     _make_cuda_context(os.environ.get(TOKEN_ENV) if preinit == PREINIT_UNDER_TOKEN else None)
+    started = time.time()
     if job_waiting(stdin):
         PREWARMED["skipped"] = "its job was waiting"
         # The check kernels, where an earlier process compiled them into their cache: a load (0.4-0.5 s in f50's first
@@ -95,10 +105,12 @@ def start_spare(stdin) -> None:
         # (BENCHMARKS.md, twenty-fourth session); a compile (seconds) is left out, as before.
         if checks_compiled_in_cache():
             prewarm_checks()
+            PREWARM_WINDOW[:] = [started, time.time()]
     else:
         prewarm_compiler(torch.device("cuda", torch.cuda.current_device()))
         prewarm_checks()
         prewarm_profiler()
+        PREWARM_WINDOW[:] = [started, time.time()]
 
 
 def spare_record() -> dict:
@@ -112,7 +124,26 @@ def spare_record() -> dict:
         record["spare_cuda_context_token"] = dict(SPARE_CONTEXT_TOKEN)
     if SPARE_CONTEXT_LOCK:
         record["spare_cuda_context_lock"] = dict(SPARE_CONTEXT_LOCK)
+    if PREWARM_WINDOW:
+        record["spare_prewarm_window"] = list(PREWARM_WINDOW)
     return record
+
+
+def write_spare_record() -> None:
+    """This spare's start, done (``spare_record``, its pid and when it was ready for a job), into the file
+    ``SPARE_RECORD_ENV`` names, where it does: one small JSON object, written whole under a temporary name and
+    renamed. A record is for the run's account, never a precondition: a failure to write it is ignored."""
+    path = os.environ.get(SPARE_RECORD_ENV)
+    if not path:
+        return
+    record = {"pid": os.getpid(), "ready_at": time.time(), **spare_record()}
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temporary, "w") as handle:
+            json.dump(record, handle)
+        os.replace(temporary, path)
+    except OSError:
+        pass
 
 
 def _make_cuda_context(token_path: str | None) -> None:

@@ -59,6 +59,10 @@ STAGE_FILE = "stage"
 TAKEN_FILE = "taken"
 # The environment variable naming the output checks' own Triton cache (runner/worker/fused_checks.py).
 CHECKS_CACHE_ENV = "KBENCH_CHECKS_CACHE"
+# The environment variable naming the file a spare writes what it did before its job to, once done
+# (``prewarm.write_spare_record``): the executor keeps it for the run where the spare is dismissed without a job.
+SPARE_RECORD_ENV = "KBENCH_SPARE_RECORD"
+SPARE_RECORD_FILE = "spare.json"
 
 
 class ProtocolError(RuntimeError):
