@@ -205,16 +205,33 @@ def test_containers_share_cudas_jit_cache_only_with_the_shared_compile_cache(tmp
 
 
 @pytest.mark.docker
-def test_a_docker_run_keeps_the_record_of_each_spare_container_it_dismissed_without_a_job(tmp_path: Path):
-    """A spare container writes its start's record into its slot's one writable folder; the run keeps one line per
-    spare dismissed without a job (``spares.jsonl``), as the local executor's runs do: here the one container started
-    ahead of a one-evaluation run, its worker's record (pid, when ready) and when it was dismissed."""
-    require_docker()
-    from runner.executors.base import SPARES_LOG
+def test_a_spare_container_dismissed_without_a_job_leaves_the_record_of_its_start(tmp_path: Path):
+    """A spare container writes its start's record into its slot's one writable folder once its start is done; the
+    executor keeps it for each spare it dismisses without a job (``dismissed_spares``, which ``kbench run`` appends to
+    the run's ``spares.jsonl``), as the local executor does: here the one container started ahead as a job (one the
+    worker refuses: empty files) was handed over, dismissed once its start was done (its pid, when ready, when
+    dismissed)."""
+    import time
 
-    proc = _run(tmp_path, "executor=docker", "tracking=off", "executor.prestart=1")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    (run_dir,) = (tmp_path / "runs").iterdir()
-    (line,) = [json.loads(text) for text in (run_dir / SPARES_LOG).read_text().splitlines()]
+    require_docker()
+    from runner.executors.docker import DockerExecutor
+    from runner.worker.protocol import CANDIDATE_FILE, JOB_FILE, OUT_DIR, SPARE_RECORD_FILE, TASK_FILE
+
+    job = tmp_path / "job"
+    (job / OUT_DIR).mkdir(parents=True)
+    for name in (JOB_FILE, TASK_FILE, CANDIDATE_FILE):
+        (job / name).write_text("")
+    executor = DockerExecutor(ExecutorSettings(image="cpu", prestart=1, timeout_s=60, cache_dir=tmp_path / "cache"))
+    try:
+        executor.run(job, None)
+        (spare,) = executor._pool.members()
+        record = spare.slot / "job" / OUT_DIR / SPARE_RECORD_FILE
+        deadline = time.time() + 120  # a container's start and its imports, on a loaded 2-core machine
+        while not record.exists() and time.time() < deadline:
+            time.sleep(0.2)
+        assert record.exists(), "the spare container never wrote the record of its start"
+    finally:
+        executor.close()
+    (line,) = executor.dismissed_spares()
     assert line["start_done"] is True and line["started"] == {"started_by": "container"}
     assert isinstance(line["pid"], int) and line["ready_at"] <= line["dismissed_at"]
