@@ -215,7 +215,7 @@ def test_a_spare_container_dismissed_without_a_job_leaves_the_record_of_its_star
 
     require_docker()
     from runner.executors.docker import DockerExecutor
-    from runner.worker.protocol import CANDIDATE_FILE, JOB_FILE, OUT_DIR, SPARE_RECORD_FILE, TASK_FILE
+    from runner.worker.protocol import CANDIDATE_FILE, JOB_FILE, OUT_DIR, TASK_FILE
 
     job = tmp_path / "job"
     (job / OUT_DIR).mkdir(parents=True)
@@ -225,7 +225,7 @@ def test_a_spare_container_dismissed_without_a_job_leaves_the_record_of_its_star
     try:
         executor.run(job, None)
         (spare,) = executor._pool.members()
-        record = spare.slot / "job" / OUT_DIR / SPARE_RECORD_FILE
+        record = spare.spare_record_file
         deadline = time.time() + 120  # a container's start and its imports, on a loaded 2-core machine
         while not record.exists() and time.time() < deadline:
             time.sleep(0.2)

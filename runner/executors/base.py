@@ -115,6 +115,7 @@ class SparePool:
         self._starting: dict[str | None, int] = {}  # spares being started now, per device, not in the list yet
         self._filled: set = set()  # the devices spares were ever started for
         self._running: set = set()
+        self._dismissed: list[dict] = []  # the records of the spares ``drain`` dismissed (``dismissed_spare``)
         self._lock = threading.Lock()
 
     def take(self, gpu: str | None, ready):
@@ -177,12 +178,23 @@ class SparePool:
         with self._lock:
             return [s for spares in self._spares.values() for s in spares] + list(self._running)
 
-    def drain(self) -> list:
-        """Remove every spare and hand them over, to be discarded."""
+    def drain(self, record_of) -> list:
+        """Remove every spare and hand them over, to be discarded; each one's record kept first (``dismissed``):
+        ``dismissed_spare`` of ``record_of(spare)``, the file its worker wrote its start to and the executor's own
+        record of its start."""
         with self._lock:
             spares = [s for spares in self._spares.values() for s in spares]
             self._spares.clear()
+        dismissed_at = time.time()
+        records = [dismissed_spare(*record_of(spare), dismissed_at) for spare in spares]
+        with self._lock:
+            self._dismissed += records
         return spares
+
+    def dismissed(self) -> list[dict]:
+        """The records of the spares ``drain`` dismissed without a job, in the order dismissed."""
+        with self._lock:
+            return list(self._dismissed)
 
 
 def dismissed_spare(record_file: Path, started: dict, dismissed_at: float) -> dict:

@@ -84,6 +84,11 @@ class Container:
         column = top["Titles"].index("PID")
         return {int(row[column]) for row in top.get("Processes") or []}
 
+    @property
+    def spare_record_file(self) -> Path:
+        """Where the worker writes its start's record (``SPARE_RECORD_ENV``: ``/job/out`` inside), on the host."""
+        return self.slot / "job" / OUT_DIR / SPARE_RECORD_FILE
+
     def hand_over(self, job_dir: Path) -> None:
         """Copy the job into the slot and tell the waiting worker where it is; the wall clock starts here."""
         job = self.slot / "job"
@@ -115,7 +120,7 @@ class Container:
         out_dir = job_dir / OUT_DIR
         out_dir.mkdir(parents=True, exist_ok=True)
         # Its start's record, as a spare (the result's environment keeps the same): the slot's, not an output.
-        (job / OUT_DIR / SPARE_RECORD_FILE).unlink(missing_ok=True)
+        self.spare_record_file.unlink(missing_ok=True)
         dropped = _move_outputs(job / OUT_DIR, out_dir)
         notes = []
         if state.get("OOMKilled"):

@@ -22,13 +22,12 @@ import os
 import shutil
 import socket
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
-from runner.executors.base import CUDA_JIT_CACHE_ENV, ExecutionOutcome, ExecutorSettings, SparePool, dismissed_spare
+from runner.executors.base import CUDA_JIT_CACHE_ENV, ExecutionOutcome, ExecutorSettings, SparePool
 from runner.executors.container import COMMAND, CONTAINER_TOKEN, Container, container_user
 from runner.executors.docker_engine import LABEL_HOST, LABEL_OWNER, LABEL_PID, choose_image, connect, remove_orphans
 from runner.gpu.lock import work_token
@@ -46,7 +45,6 @@ class DockerExecutor:
         self.owner = uuid.uuid4().hex[:16]
         self._pool = SparePool()
         self._own_slots: Path | None = None
-        self._dismissed: list[dict] = []  # the spares ``close`` dismissed without a job (``dismissed_spares``)
         version = self.client.version()
         info = self.client.info()
         self._engine = {
@@ -113,12 +111,8 @@ class DockerExecutor:
             container.discard()
 
     def close(self) -> None:
-        spares = self._pool.drain()
-        dismissed_at = time.time()
-        for spare in spares:  # its record lies in its slot's output folder, which the discard removes
-            record = spare.slot / "job" / OUT_DIR / SPARE_RECORD_FILE
-            self._dismissed.append(dismissed_spare(record, {"started_by": "container"}, dismissed_at))
-        for spare in spares:
+        # Each one's record lies in its slot, which the discard removes: read first.
+        for spare in self._pool.drain(lambda spare: (spare.spare_record_file, {"started_by": "container"})):
             spare.discard()
         for leftover in self.client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={self.owner}"}):
             leftover.remove(force=True)
@@ -126,7 +120,7 @@ class DockerExecutor:
             shutil.rmtree(self._own_slots, ignore_errors=True)
 
     def dismissed_spares(self) -> list[dict]:
-        return list(self._dismissed)
+        return self._pool.dismissed()
 
     # -- helpers for the containers ---------------------------------------------------------
     def slots_root(self) -> Path:

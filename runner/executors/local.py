@@ -41,7 +41,6 @@ from runner.executors.base import (
     ExecutionOutcome,
     ExecutorSettings,
     SparePool,
-    dismissed_spare,
     wait_for_worker,
 )
 from runner.executors.bytecode import PYCACHE_PREFIX_ENV, bytecode_env, compile_ahead, compiled_ahead_before
@@ -84,7 +83,6 @@ class LocalExecutor:
         self._compiling: subprocess.Popen | None = None
         self._compiled_in_s: float | None = None
         self._compiled_before = False  # no compile started: an earlier run's went over the same installs
-        self._dismissed: list[dict] = []  # the spares ``close`` dismissed without a job (``dismissed_spares``)
 
     def borrow_fork_servers(self, owner: LocalExecutor) -> None:
         """Fork this executor's workers from ``owner``'s servers (same environment: the compile warm-up's
@@ -118,9 +116,7 @@ class LocalExecutor:
         if self._compiling is not None and self._compiling.poll() is None:
             kill_group(self._compiling.pid)  # only a cache: what it did not reach compiles on import
             self._compiling.wait()
-        spares = self._pool.drain()
-        dismissed_at = time.time()
-        self._dismissed += [dismissed_spare(s.home / SPARE_RECORD_FILE, s.started, dismissed_at) for s in spares]
+        spares = self._pool.drain(lambda spare: (spare.home / SPARE_RECORD_FILE, spare.started))
         for spare in spares:  # every one killed before any is waited for: their exits (CUDA contexts) overlap
             spare._kill()
         for spare in spares:
@@ -128,7 +124,7 @@ class LocalExecutor:
         self._spawner.submit(self._close_fork_servers).result()
 
     def dismissed_spares(self) -> list[dict]:
-        return list(self._dismissed)
+        return self._pool.dismissed()
 
     def _close_fork_servers(self) -> None:
         for server in self._fork_servers.values():

@@ -36,11 +36,11 @@ run's measurements as much as any other's (a run's last spares, and in a short r
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import select
 import threading
 import time
+from pathlib import Path
 
 import torch
 
@@ -53,7 +53,7 @@ from runner.worker.device_token import (
     DeviceToken,
     one_context_at_a_time,
 )
-from runner.worker.protocol import CHECKS_CACHE_ENV, SPARE_RECORD_ENV
+from runner.worker.protocol import CHECKS_CACHE_ENV, SPARE_RECORD_ENV, write_json_atomic
 
 # The modules a torch.compile of CUDA code imports on its first call that ``torch._inductor.compile_fx``
 # (which every spare imports) does not bring in already: the ones that cost a spare time on the
@@ -131,17 +131,13 @@ def spare_record() -> dict:
 
 def write_spare_record() -> None:
     """This spare's start, done (``spare_record``, its pid and when it was ready for a job), into the file
-    ``SPARE_RECORD_ENV`` names, where it does: one small JSON object, written whole under a temporary name and
-    renamed. A record is for the run's account, never a precondition: a failure to write it is ignored."""
+    ``SPARE_RECORD_ENV`` names, where it does: one small JSON object, written whole (``write_json_atomic``). A record
+    is for the run's account, never a precondition: a failure to write it is ignored."""
     path = os.environ.get(SPARE_RECORD_ENV)
     if not path:
         return
-    record = {"pid": os.getpid(), "ready_at": time.time(), **spare_record()}
-    temporary = f"{path}.{os.getpid()}.tmp"
     try:
-        with open(temporary, "w") as handle:
-            json.dump(record, handle)
-        os.replace(temporary, path)
+        write_json_atomic(Path(path), {"pid": os.getpid(), "ready_at": time.time(), **spare_record()})
     except OSError:
         pass
 
